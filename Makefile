@@ -1,0 +1,35 @@
+# Two commands for a fresh machine: `make run` and `make test`.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint format bench package clean
+
+$(STAMP): pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install -q --upgrade pip
+	$(PY) -m pip install -q -e ".[test]"
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/swimlanes gui
+
+test: $(STAMP)
+	$(VENV)/bin/ruff check app tests benchmarks
+	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check app tests benchmarks
+	$(VENV)/bin/ruff format --check app tests benchmarks
+
+format: $(STAMP)
+	$(VENV)/bin/ruff format app tests benchmarks
+	$(VENV)/bin/ruff check --fix app tests benchmarks
+
+bench: $(STAMP)
+	$(PY) benchmarks/bench_engine.py
+	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_render.py
+
+clean:
+	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,121 @@
+"""Headless command line: ``swimlanes COMMAND ...``. Each command lives in swimlanes.commands."""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import sys
+from collections.abc import Sequence
+
+from swimlanes import __version__
+
+
+class CommandError(Exception):
+    """A user-facing failure: printed as ``error: ...``, exit code 2, no traceback."""
+
+
+def _add_device(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--device",
+        default=None,
+        metavar="NAME",
+        help="device preset name or preset JSON file (default: the pipeline's or 'h200')",
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="swimlanes",
+        description="Design, simulate and measure CUDA stream pipelines.",
+    )
+    parser.add_argument("--version", action="version", version=f"swimlanes {__version__}")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    p = sub.add_parser("gui", help="open the desktop app (the default)")
+    p.add_argument("file", nargs="?", help="pipeline or measurement to open")
+
+    p = sub.add_parser("simulate", help="simulate a pipeline and print its timeline")
+    p.add_argument("file")
+    _add_device(p)
+    p.add_argument("--json", action="store_true", help="print one JSON object")
+
+    p = sub.add_parser("export", help="export a timeline as PNG, SVG, PDF, trace JSON or CSV")
+    p.add_argument("input", help="pipeline, measurement or trace file")
+    p.add_argument("-o", "--output", required=True, help="output; its extension picks the format")
+    _add_device(p)
+    p.add_argument("--measured", metavar="RUN.json", help="a measured run to show beside it")
+    p.add_argument("--width", type=int, default=1600, metavar="PX", help="image width in pixels")
+    p.add_argument(
+        "--view",
+        choices=("auto", "simulated", "measured", "both"),
+        default="auto",
+        help="which chart(s) an image shows (auto: both when a measurement is given)",
+    )
+
+    p = sub.add_parser("devices", help="list device presets with their parameters")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("examples", help="list shipped example pipelines, or write one to a file")
+    p.add_argument("name", nargs="?")
+    p.add_argument("-o", "--output", help="where to write the example")
+
+    p = sub.add_parser("stats", help="per-stream statistics of a trace or timeline")
+    p.add_argument("trace")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("run", help="run a pipeline on the GPU and print the measured timeline")
+    p.add_argument("file")
+    p.add_argument("--repeat", type=int, default=5, metavar="N")
+    p.add_argument("--warmup", type=int, default=1, metavar="N")
+    p.add_argument("--backend", choices=("auto", "cupti", "events"), default="auto")
+    p.add_argument("--json", action="store_true")
+    p.add_argument("-o", "--output", metavar="RUN.json", help="save the measured run")
+
+    p = sub.add_parser("compare", help="run and simulate a pipeline and report the errors")
+    p.add_argument("file")
+    _add_device(p)
+    p.add_argument("--repeat", type=int, default=5, metavar="N")
+    p.add_argument("--backend", choices=("auto", "cupti", "events"), default="auto")
+    p.add_argument("--measured", metavar="RUN.json", help="compare with a saved run instead")
+    p.add_argument("--json", action="store_true")
+
+    p = sub.add_parser("calibrate", help="measure this GPU and write a device preset")
+    p.add_argument("-o", "--output", metavar="PRESET.json")
+    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
+    p.add_argument("--raw", metavar="RAW.json", help="also save the raw measurements")
+
+    p = sub.add_parser("codegen", help="generate runnable Numba CUDA or CUDA C++ code")
+    p.add_argument("file")
+    p.add_argument("--lang", choices=("python", "cuda"), required=True)
+    p.add_argument("-o", "--output", required=True)
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of the ``swimlanes`` console script."""
+    from swimlanes.model.validate import PipelineError
+
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    command = args.command or "gui"
+    if command == "gui" and not hasattr(args, "file"):
+        args.file = None
+    module = importlib.import_module(f"swimlanes.commands.{command}")
+    try:
+        return int(module.run(args) or 0)
+    except PipelineError as err:
+        for problem in err.problems:
+            print(f"error: {problem}", file=sys.stderr)
+        return 2
+    except CommandError as err:
+        print(f"error: {err}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print("interrupted", file=sys.stderr)
+        return 130
+    except BrokenPipeError:
+        return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,28 @@
+"""Run pipelines on a real GPU through Numba CUDA (imported lazily; no Qt)."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+
+
+@functools.cache
+def cuda_available() -> bool:
+    """True when a CUDA driver and at least one GPU are present.
+
+    Asks the driver library directly (cuInit + cuDeviceGetCount), so numba is not imported and
+    no context is created.
+    """
+    name = ctypes.util.find_library("cuda") or "libcuda.so.1"
+    try:
+        lib = ctypes.CDLL(name)
+    except OSError:
+        return False
+    try:
+        if lib.cuInit(0) != 0:
+            return False
+        count = ctypes.c_int(0)
+        return lib.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
+    except AttributeError:
+        return False

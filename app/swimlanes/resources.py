@@ -1,0 +1,48 @@
+"""Where the shipped resources (examples, presets, measurements, icons) are.
+
+In a source checkout they are the repository's ``resources/``; in an installed wheel or a
+desktop bundle they are copied into the package as ``swimlanes/_resources``.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def resource_dir() -> Path:
+    """The folder holding ``examples/``, ``presets/``, ``measurements/`` and ``icons/``."""
+    env = os.environ.get("SWIMLANES_RESOURCES")
+    if env:
+        return Path(env)
+    bundled = _PACKAGE / "_resources"
+    if bundled.is_dir():
+        return bundled
+    return _PACKAGE.parent.parent / "resources"
+
+
+def examples_dir() -> Path:
+    return resource_dir() / "examples"
+
+
+def presets_dir() -> Path:
+    return resource_dir() / "presets"
+
+
+def measurements_dir() -> Path:
+    return resource_dir() / "measurements"
+
+
+def icons_dir() -> Path:
+    return resource_dir() / "icons"
+
+
+def example_names() -> list[str]:
+    """Names of the shipped examples (file stems), sorted."""
+    return sorted(p.stem for p in examples_dir().glob("*.json"))
+
+
+def example_path(name: str) -> Path:
+    return examples_dir() / f"{name}.json"

@@ -1,0 +1,324 @@
+"""The result type shared by the simulator, the GPU executor and trace import.
+
+A :class:`Timeline` is columnar, like Perfetto's slice table: one row per op (program order for
+pipelines, file order for imported traces), numpy columns, integer nanoseconds. Lanes are derived:
+one per stream, one per engine, and the host thread (the ops' issue spans).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from swimlanes.model.document import OP_KINDS
+
+#: Marks "no time" in a time column (host-only ops have no device span).
+NO_TIME = np.iinfo(np.int64).min
+
+#: Kinds of dependency edges between ops, drawn as arrows.
+DEP_KINDS: tuple[str, ...] = ("stream", "event", "default_stream", "queue", "host", "flow")
+
+SOURCES = ("simulated", "measured")
+
+TIMELINE_FORMAT = "swimlanes-timeline"
+TIMELINE_VERSION = 1
+
+_INT_COLUMNS = ("index", "issue_start", "issue_end", "start", "end", "solo_ns", "bytes")
+_SMALL_COLUMNS = {"kind": np.int8, "stream": np.int16, "engine": np.int16}
+
+
+def _empty(dtype: Any = np.int64) -> np.ndarray:
+    return np.zeros(0, dtype=dtype)
+
+
+@dataclass
+class Timeline:
+    """Per-op columns (all the same length) plus lane names, dependencies and SM occupancy.
+
+    ``kind`` indexes :data:`OP_KINDS`; ``stream`` indexes ``stream_names`` (-1: none);
+    ``engine`` indexes ``engine_names`` (-1: runs on no engine). ``start``/``end`` are the device
+    span, ``issue_start``/``issue_end`` the host API call; missing times are :data:`NO_TIME`.
+    ``solo_ns`` is how long the op takes alone on the device (serial time is their sum).
+    ``start_spread``/``end_spread`` hold the measured spread (p90 - p10) over repetitions.
+    """
+
+    index: np.ndarray = field(default_factory=_empty)
+    kind: np.ndarray = field(default_factory=lambda: _empty(np.int8))
+    stream: np.ndarray = field(default_factory=lambda: _empty(np.int16))
+    engine: np.ndarray = field(default_factory=lambda: _empty(np.int16))
+    issue_start: np.ndarray = field(default_factory=_empty)
+    issue_end: np.ndarray = field(default_factory=_empty)
+    start: np.ndarray = field(default_factory=_empty)
+    end: np.ndarray = field(default_factory=_empty)
+    solo_ns: np.ndarray = field(default_factory=_empty)
+    bytes: np.ndarray = field(default_factory=_empty)
+    labels: list[str] = field(default_factory=list)
+    stream_names: list[str] = field(default_factory=list)
+    engine_names: list[str] = field(default_factory=list)
+    start_spread: np.ndarray | None = None
+    end_spread: np.ndarray | None = None
+    dep_src: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    dep_dst: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    dep_kind: np.ndarray = field(default_factory=lambda: _empty(np.int8))
+    occupancy_time: np.ndarray = field(default_factory=_empty)
+    occupancy_sms: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    sm_count: int = 0
+    source: str = "simulated"
+    device: str = ""
+    name: str = ""
+    meta: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        n = len(self.index)
+        for col in (*_INT_COLUMNS, *_SMALL_COLUMNS):
+            if len(getattr(self, col)) != n:
+                raise ValueError(f"column {col} has {len(getattr(self, col))} rows, expected {n}")
+        if len(self.labels) != n:
+            raise ValueError(f"labels has {len(self.labels)} rows, expected {n}")
+        if self.source not in SOURCES:
+            raise ValueError(f"source must be one of {SOURCES}")
+
+    # -- shape ----------------------------------------------------------------------------------
+    def __len__(self) -> int:
+        return len(self.index)
+
+    def op_kind(self, row: int) -> str:
+        return OP_KINDS[int(self.kind[row])]
+
+    def stream_name(self, row: int) -> str | None:
+        s = int(self.stream[row])
+        return self.stream_names[s] if s >= 0 else None
+
+    def engine_name(self, row: int) -> str | None:
+        e = int(self.engine[row])
+        return self.engine_names[e] if e >= 0 else None
+
+    @property
+    def on_device(self) -> np.ndarray:
+        """Mask of rows with a device span."""
+        return (self.start != NO_TIME) & (self.end != NO_TIME)
+
+    def row_of_index(self, program_index: int) -> int | None:
+        hits = np.flatnonzero(self.index == program_index)
+        return int(hits[0]) if len(hits) else None
+
+    # -- times ----------------------------------------------------------------------------------
+    @property
+    def t0(self) -> int:
+        """The earliest time in the timeline (host or device)."""
+        cands = [c[c != NO_TIME] for c in (self.issue_start, self.start)]
+        cands = [c for c in cands if len(c)]
+        return int(min(c.min() for c in cands)) if cands else 0
+
+    @property
+    def t_end(self) -> int:
+        cands = [c[c != NO_TIME] for c in (self.issue_end, self.end)]
+        cands = [c for c in cands if len(c)]
+        return int(max(c.max() for c in cands)) if cands else 0
+
+    @property
+    def makespan_ns(self) -> int:
+        """From the first host call to the last thing done, host or device."""
+        return self.t_end - self.t0 if len(self) else 0
+
+    def shifted(self, offset_ns: int) -> Timeline:
+        """A copy with every time moved by ``offset_ns`` (NO_TIME stays)."""
+        out = self.copy()
+        for col in ("issue_start", "issue_end", "start", "end"):
+            arr = getattr(out, col)
+            mask = arr != NO_TIME
+            arr[mask] += offset_ns
+        out.occupancy_time = out.occupancy_time + offset_ns
+        return out
+
+    def relative(self) -> Timeline:
+        """A copy whose earliest time is 0."""
+        return self.shifted(-self.t0)
+
+    def copy(self) -> Timeline:
+        kwargs: dict[str, Any] = {}
+        for name in self.__dataclass_fields__:
+            v = getattr(self, name)
+            if isinstance(v, np.ndarray):
+                v = v.copy()
+            elif isinstance(v, list | dict):
+                v = type(v)(v)
+            kwargs[name] = v
+        return Timeline(**kwargs)
+
+    # -- JSON -----------------------------------------------------------------------------------
+    def ops_json(self) -> list[dict[str, Any]]:
+        """Per-op rows in the CLI's JSON shape (microseconds, relative to ``t0``)."""
+        t0 = self.t0
+
+        def us(v: int) -> float | None:
+            return None if v == NO_TIME else round((int(v) - t0) / 1000.0, 3)
+
+        rows = []
+        for r in range(len(self)):
+            row: dict[str, Any] = {
+                "index": int(self.index[r]),
+                "op": self.op_kind(r),
+                "stream": self.stream_name(r),
+                "label": self.labels[r],
+                "engine": self.engine_name(r),
+                "issue_us": us(self.issue_start[r]),
+                "issue_end_us": us(self.issue_end[r]),
+                "start_us": us(self.start[r]),
+                "end_us": us(self.end[r]),
+            }
+            if self.bytes[r]:
+                row["bytes"] = int(self.bytes[r])
+            if self.start_spread is not None and self.end_spread is not None:
+                s, e = int(self.start_spread[r]), int(self.end_spread[r])
+                row["start_spread_us"] = None if s == NO_TIME else s / 1000.0
+                row["end_spread_us"] = None if e == NO_TIME else e / 1000.0
+            rows.append(row)
+        return rows
+
+    def to_dict(self) -> dict[str, Any]:
+        """Lossless JSON form (``swimlanes-timeline`` v1), used for saved measurements."""
+        cols = {c: getattr(self, c).tolist() for c in (*_INT_COLUMNS, *_SMALL_COLUMNS)}
+        if self.start_spread is not None and self.end_spread is not None:
+            cols["start_spread"] = self.start_spread.tolist()
+            cols["end_spread"] = self.end_spread.tolist()
+        return {
+            "format": TIMELINE_FORMAT,
+            "version": TIMELINE_VERSION,
+            "name": self.name,
+            "source": self.source,
+            "device": self.device,
+            "meta": self.meta,
+            "stream_names": self.stream_names,
+            "engine_names": self.engine_names,
+            "labels": self.labels,
+            "columns": cols,
+            "deps": {
+                "src": self.dep_src.tolist(),
+                "dst": self.dep_dst.tolist(),
+                "kind": [DEP_KINDS[k] for k in self.dep_kind.tolist()],
+            },
+            "occupancy": {
+                "sm_count": self.sm_count,
+                "time": self.occupancy_time.tolist(),
+                "sms": self.occupancy_sms.tolist(),
+            },
+        }
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Timeline:
+        """Inverse of :meth:`to_dict`; raises ValueError with a clear message on bad input."""
+        if not isinstance(data, dict) or data.get("format") != TIMELINE_FORMAT:
+            raise ValueError(f"not a {TIMELINE_FORMAT} file")
+        if data.get("version") != TIMELINE_VERSION:
+            raise ValueError(
+                f"unsupported timeline version {data.get('version')!r} "
+                f"(this Swimlanes reads {TIMELINE_VERSION})"
+            )
+        try:
+            cols = data["columns"]
+            kwargs: dict[str, Any] = {c: np.asarray(cols[c], dtype=np.int64) for c in _INT_COLUMNS}
+            for c, dt in _SMALL_COLUMNS.items():
+                kwargs[c] = np.asarray(cols[c], dtype=dt)
+            if "start_spread" in cols:
+                kwargs["start_spread"] = np.asarray(cols["start_spread"], dtype=np.int64)
+                kwargs["end_spread"] = np.asarray(cols["end_spread"], dtype=np.int64)
+            deps = data.get("deps", {})
+            occ = data.get("occupancy", {})
+            return cls(
+                **kwargs,
+                labels=[str(x) for x in data["labels"]],
+                stream_names=[str(x) for x in data["stream_names"]],
+                engine_names=[str(x) for x in data["engine_names"]],
+                dep_src=np.asarray(deps.get("src", []), dtype=np.int32),
+                dep_dst=np.asarray(deps.get("dst", []), dtype=np.int32),
+                dep_kind=np.asarray(
+                    [DEP_KINDS.index(k) for k in deps.get("kind", [])], dtype=np.int8
+                ),
+                occupancy_time=np.asarray(occ.get("time", []), dtype=np.int64),
+                occupancy_sms=np.asarray(occ.get("sms", []), dtype=np.int32),
+                sm_count=int(occ.get("sm_count", 0)),
+                source=str(data.get("source", "measured")),
+                device=str(data.get("device", "")),
+                name=str(data.get("name", "")),
+                meta=dict(data.get("meta", {})),
+            )
+        except (KeyError, TypeError, ValueError) as err:
+            raise ValueError(f"malformed timeline file: {err}") from None
+
+
+class TimelineBuilder:
+    """Collects rows one at a time (simulator, executor, importers) and builds a Timeline."""
+
+    def __init__(self, stream_names: list[str], engine_names: list[str]) -> None:
+        self.stream_names = list(stream_names)
+        self.engine_names = list(engine_names)
+        self._rows: dict[str, list[int]] = {
+            c: [] for c in (*_INT_COLUMNS, *_SMALL_COLUMNS, "start_spread", "end_spread")
+        }
+        self.labels: list[str] = []
+        self._deps: tuple[list[int], list[int], list[int]] = ([], [], [])
+
+    def add(
+        self,
+        *,
+        index: int,
+        kind: str,
+        stream: str | None,
+        engine: str | None,
+        issue_start: int,
+        issue_end: int,
+        start: int = NO_TIME,
+        end: int = NO_TIME,
+        solo_ns: int = NO_TIME,
+        nbytes: int = 0,
+        label: str = "",
+        start_spread: int = NO_TIME,
+        end_spread: int = NO_TIME,
+    ) -> int:
+        """Append one op; returns its row."""
+        if stream is not None and stream not in self.stream_names:
+            self.stream_names.append(stream)
+        if engine is not None and engine not in self.engine_names:
+            self.engine_names.append(engine)
+        r = self._rows
+        r["index"].append(index)
+        r["kind"].append(OP_KINDS.index(kind))
+        r["stream"].append(self.stream_names.index(stream) if stream is not None else -1)
+        r["engine"].append(self.engine_names.index(engine) if engine is not None else -1)
+        r["issue_start"].append(issue_start)
+        r["issue_end"].append(issue_end)
+        r["start"].append(start)
+        r["end"].append(end)
+        r["solo_ns"].append(solo_ns)
+        r["bytes"].append(nbytes)
+        r["start_spread"].append(start_spread)
+        r["end_spread"].append(end_spread)
+        self.labels.append(label)
+        return len(self.labels) - 1
+
+    def add_dep(self, src_row: int, dst_row: int, kind: str) -> None:
+        self._deps[0].append(src_row)
+        self._deps[1].append(dst_row)
+        self._deps[2].append(DEP_KINDS.index(kind))
+
+    def build(self, *, with_spread: bool = False, **kwargs: Any) -> Timeline:
+        """Make the Timeline; ``kwargs`` set the non-column fields (source, device, ...)."""
+        cols: dict[str, Any] = {c: np.asarray(self._rows[c], dtype=np.int64) for c in _INT_COLUMNS}
+        for c, dt in _SMALL_COLUMNS.items():
+            cols[c] = np.asarray(self._rows[c], dtype=dt)
+        if with_spread:
+            cols["start_spread"] = np.asarray(self._rows["start_spread"], dtype=np.int64)
+            cols["end_spread"] = np.asarray(self._rows["end_spread"], dtype=np.int64)
+        return Timeline(
+            **cols,
+            labels=self.labels,
+            stream_names=self.stream_names,
+            engine_names=self.engine_names,
+            dep_src=np.asarray(self._deps[0], dtype=np.int32),
+            dep_dst=np.asarray(self._deps[1], dtype=np.int32),
+            dep_kind=np.asarray(self._deps[2], dtype=np.int8),
+            **kwargs,
+        )

@@ -1,0 +1,34 @@
+"""Shared test set-up: headless Qt, and the `gpu` marker skipped where no CUDA GPU exists."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+import pytest
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+REPO = Path(__file__).resolve().parent.parent
+SHARED_TRACES = REPO.parent / "shared" / "traces"
+
+
+def _has_gpu() -> bool:
+    from swimlanes.gpu import cuda_available
+
+    return cuda_available()
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    if not any("gpu" in item.keywords for item in items):
+        return
+    try:
+        has_gpu = _has_gpu()
+    except Exception:  # noqa: BLE001 - any failure to probe means "no GPU here"
+        has_gpu = False
+    if has_gpu:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
