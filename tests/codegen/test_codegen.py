@@ -1,0 +1,147 @@
+"""Code export: generated Python parses, generated CUDA C++ compiles, nothing can be injected."""
+
+from __future__ import annotations
+
+import ast
+import io
+import shutil
+import subprocess
+import tokenize
+from pathlib import Path
+
+import pytest
+
+from swimlanes.cli import main
+from swimlanes.codegen import generate_cuda, generate_python
+from swimlanes.model import Pipeline, load_pipeline, pipeline_from_dict
+from swimlanes.resources import example_names, example_path
+
+HOSTILE = 'x"""\nimport os; os.system("rm -rf /") */ #include <evil> \\'
+
+
+def hostile_pipeline() -> Pipeline:
+    stream = f"s1{HOSTILE}"
+    event = f"e0{HOSTILE}"
+    return pipeline_from_dict(
+        {
+            "format": "swimlanes-pipeline",
+            "version": 1,
+            "name": HOSTILE,
+            "streams": [
+                {"name": stream, "kind": "blocking", "priority": 0},
+                {"name": "s2", "kind": "non_blocking", "priority": -1},
+                {"name": "pt", "kind": "per_thread_default"},
+            ],
+            "program": [
+                {"op": "h2d", "stream": stream, "bytes": 1 << 20, "label": HOSTILE},
+                {"op": "d2h", "stream": "pt", "bytes": 4096, "host_memory": "pageable"},
+                {"op": "d2h", "bytes": 4096, "async": False},
+                {"op": "kernel", "stream": stream, "label": HOSTILE, "blocks": 264,
+                 "threads": 256, "duration_us": 100},
+                {"op": "kernel", "stream": "s2", "blocks": 8, "threads": 64, "block_us": 5},
+                {"op": "kernel", "blocks": 10, "threads": 128, "flops": 1e9, "bytes": 4096},
+                {"op": "event_record", "stream": stream, "event": event},
+                {"op": "event_wait", "stream": "s2", "event": event},
+                {"op": "memset", "stream": "s2", "bytes": 100},
+                {"op": "memset", "bytes": 100, "async": False},
+                {"op": "d2d", "bytes": 100},
+                {"op": "host_func", "stream": "s2", "duration_us": 5},
+                {"op": "host", "duration_us": 20, "label": HOSTILE},
+                {"op": "malloc", "bytes": 10},
+                {"op": "free"},
+                {"op": "event_sync", "event": event},
+                {"op": "stream_sync", "stream": "s2"},
+                {"op": "device_sync"},
+            ],
+        }
+    )
+
+
+def _called_names(tree: ast.AST) -> set[str]:
+    names = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            f = node.func
+            names.add(f.attr if isinstance(f, ast.Attribute) else getattr(f, "id", ""))
+    return names
+
+
+def test_generated_python_parses_and_hostile_text_stays_in_comments() -> None:
+    source = generate_python(hostile_pipeline())
+    tree = ast.parse(source)
+    assert "system" not in _called_names(tree)
+    # The hostile text may only appear inside comments or string literals.
+    tokens = tokenize.generate_tokens(io.StringIO(source).readline)
+    for tok in tokens:
+        if "rm -rf" in tok.string:
+            assert tok.type in (tokenize.COMMENT, tokenize.STRING), tok
+
+
+def test_generated_python_issues_every_call_in_program_order() -> None:
+    source = generate_python(hostile_pipeline())
+    body = source.split("def run_program", 1)[1].split("\ndef main", 1)[0]
+    expected = [
+        "copy_to_device", "copy_to_host", "copy_to_host", "spin_kernel", "spin_kernel",
+        "roofline_kernel", ".record(", ".wait(", "cuMemsetD8Async", "cuMemsetD8(",
+        "copy_to_device", "add_callback", "busy_wait_us", "cuMemAlloc", "cuMemFree",
+        ".synchronize()", ".synchronize()", "cuda.synchronize()",
+    ]
+    pos = 0
+    for needle in expected:
+        found = body.find(needle, pos)
+        assert found >= 0, f"{needle} missing after position {pos}"
+        pos = found + 1
+
+
+def test_generated_cuda_is_well_formed() -> None:
+    source = generate_cuda(hostile_pipeline())
+    code_lines = [ln.split("//", 1)[0] for ln in source.splitlines()]
+    code = "\n".join(code_lines)
+    assert "rm -rf" not in code
+    assert "/*" not in code
+    assert code.count("{") == code.count("}")
+    assert "cudaStreamCreateWithPriority" in source
+    assert "cudaStreamNonBlocking, -1" in source
+    assert "cudaStreamPerThread" in source
+    assert "cudaLaunchHostFunc" in source
+    assert "#include <evil>" not in code
+
+
+@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
+def test_generated_cuda_compiles_with_nvcc(tmp_path: Path) -> None:
+    src = tmp_path / "pipeline.cu"
+    src.write_text(generate_cuda(hostile_pipeline()))
+    out = subprocess.run(
+        ["nvcc", "-O2", "-c", str(src), "-o", str(tmp_path / "pipeline.o")],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert out.returncode == 0, out.stderr
+
+
+def test_codegen_covers_every_shipped_example(tmp_path: Path) -> None:
+    names = example_names()
+    assert names, "no shipped examples"
+    for name in names:
+        pipeline = load_pipeline(example_path(name))
+        ast.parse(generate_python(pipeline))
+        cu = generate_cuda(pipeline)
+        assert cu.count("{") == cu.count("}"), name
+
+
+def test_codegen_cli_writes_both_languages(tmp_path: Path) -> None:
+    name = example_names()[0]
+    py_out, cu_out = tmp_path / "p.py", tmp_path / "p.cu"
+    assert main(["codegen", str(example_path(name)), "--lang", "python", "-o", str(py_out)]) == 0
+    assert main(["codegen", str(example_path(name)), "--lang", "cuda", "-o", str(cu_out)]) == 0
+    ast.parse(py_out.read_text())
+    assert "int main(" in cu_out.read_text()
+
+
+def test_codegen_cli_rejects_a_bad_pipeline(tmp_path: Path, capsys) -> None:
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"format": "swimlanes-pipeline", "version": 1, "program": [{"op": "h2d"}]}')
+    assert main(["codegen", str(bad), "--lang", "cuda", "-o", str(tmp_path / "x.cu")]) == 2
+    assert "program[0].bytes" in capsys.readouterr().err
+    assert not (tmp_path / "x.cu").exists()
