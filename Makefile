@@ -31,5 +31,11 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_engine.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_render.py
 
+# A one-folder desktop bundle (dist/swimlanes/) plus an sdist and a wheel (dist/).
+package: $(STAMP)
+	$(PY) -m pip install -q build
+	$(PY) -m build --outdir dist .
+	bash packaging/build_bundle.sh
+
 clean:
 	rm -rf $(VENV) build dist *.egg-info

@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Build the one-folder desktop bundle with PyInstaller and smoke-test it.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PY:-.venv/bin/python}
+"$PY" -m pip install -q "pyinstaller>=6.10"
+"$PY" -m PyInstaller --noconfirm --clean --log-level WARN \
+    --distpath dist --workpath build/pyinstaller packaging/swimlanes.spec
+bash packaging/smoke_test.sh dist/swimlanes/swimlanes
