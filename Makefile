@@ -30,6 +30,7 @@ format: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/bench_engine.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_render.py
+	$(PY) benchmarks/bench_import.py
 
 # A one-folder desktop bundle (dist/swimlanes/) plus an sdist and a wheel (dist/).
 package: $(STAMP)

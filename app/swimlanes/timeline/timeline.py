@@ -1,7 +1,7 @@
 """The result type shared by the simulator, the GPU executor and trace import.
 
 A :class:`Timeline` is columnar, like Perfetto's slice table: one row per op (program order for
-pipelines, file order for imported traces), numpy columns, integer nanoseconds. Lanes are derived:
+pipelines, host issue order for imported traces), numpy columns, integer nanoseconds. Lanes are derived:
 one per stream, one per engine, and the host thread (the ops' issue spans).
 """
 

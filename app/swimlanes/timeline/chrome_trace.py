@@ -1,0 +1,334 @@
+"""Export Timelines as Chrome Trace Event JSON (opens in Perfetto and chrome://tracing).
+
+Layout of the file:
+
+* each Timeline is one process: pid 1 for the first simulated one, pid 2 for the first measured
+  one (more get 3, 4, ...), named ``Simulated (h200)`` / ``Measured (H200)``;
+* in each process a thread (row) for the host, then one per stream, then one per engine, named
+  and ordered by ``thread_name`` / ``thread_sort_index`` metadata events;
+* every op with any time has exactly one event of category ``op`` (``args.row`` says where):
+  on its stream row when it has a device span and a stream, otherwise on the host row (its
+  host call span). A device op also gets a copy on its engine row (category ``engine``), so
+  the engine rows show what each engine was doing, and its host API call as an ``issue``
+  event on the host row, so the host row reads as the host program. Counting the ``op``
+  events therefore counts the ops;
+* viewers need the slices of one thread to nest, so where slices of a row partly overlap
+  (concurrent kernels on the compute engine) the row is split into numbered sub-rows
+  (``compute engine``, ``compute engine (2)``, ...);
+* ``ts``/``dur`` are float microseconds relative to the timeline's ``t0``, so a simulated and
+  a measured timeline line up at zero;
+* dependencies are flow events (``s`` at the source op, ``f`` with ``bp: "e"`` at the
+  destination), ids unique within the file.
+
+:func:`timeline_from_events` reads such a file back (used by trace import).
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from swimlanes.model.document import OP_KINDS
+from swimlanes.model.io import write_text_atomic
+from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, SOURCES, Timeline, TimelineBuilder
+
+GENERATOR = "swimlanes"
+#: Event categories this exporter writes (import recognises its own files by them).
+OUR_CATS = ("op", "engine", "issue")
+HOST_ROW = "host thread"
+HOST_TID = 1
+_BASE_PID = {"simulated": 1, "measured": 2}
+
+
+def _process_name(tl: Timeline) -> str:
+    title = tl.source.capitalize()
+    return f"{title} ({tl.device})" if tl.device else title
+
+
+def _pids(timelines: list[Timeline]) -> list[int]:
+    taken: set[int] = set()
+    pids = []
+    for tl in timelines:
+        pid = _BASE_PID.get(tl.source, 3)
+        while pid in taken:
+            pid = max(pid, 2) + 1
+        taken.add(pid)
+        pids.append(pid)
+    return pids
+
+
+def _meta(pid: int, tid: int, name: str, value: Any) -> dict[str, Any]:
+    key = "sort_index" if name.endswith("sort_index") else "name"
+    return {"ph": "M", "pid": pid, "tid": tid, "name": name, "args": {key: value}}
+
+
+def _op_args(tl: Timeline, r: int, on_device: np.ndarray) -> dict[str, Any]:
+    s, e = int(tl.stream[r]), int(tl.engine[r])
+    args: dict[str, Any] = {
+        "index": int(tl.index[r]),
+        "op": OP_KINDS[int(tl.kind[r])],
+        "stream": tl.stream_names[s] if s >= 0 else None,
+        "engine": tl.engine_names[e] if e >= 0 else None,
+    }
+    if tl.start_spread is not None and tl.end_spread is not None:
+        # Measured runs: p90 - p10 over the repetitions.
+        for key, col in (("start_spread_us", tl.start_spread), ("end_spread_us", tl.end_spread)):
+            if col[r] != NO_TIME:
+                args[key] = int(col[r]) / 1000.0
+    nbytes = int(tl.bytes[r])
+    if nbytes:
+        args["bytes"] = nbytes
+        if on_device[r] and tl.end[r] > tl.start[r]:
+            args["GB/s"] = round(nbytes / int(tl.end[r] - tl.start[r]), 3)  # bytes/ns = GB/s
+    return args
+
+
+def _slices(tl: Timeline) -> list[tuple[tuple[str, int], int, int, str, int]]:
+    """``(row, start, end, cat, op_row)`` of every X event, ``row`` being ("host", 0),
+    ("stream", s) or ("engine", e); the ``op`` slice of each op comes first."""
+    on_device = tl.on_device
+    has_issue = (tl.issue_start != NO_TIME) & (tl.issue_end != NO_TIME)
+    out = []
+    for r in range(len(tl)):
+        s, e = int(tl.stream[r]), int(tl.engine[r])
+        if on_device[r]:
+            span = (int(tl.start[r]), int(tl.end[r]))
+            row = ("stream", s) if s >= 0 else ("engine", e) if e >= 0 else ("host", 0)
+            out.append((row, *span, "op", r))
+            if e >= 0 and row[0] != "engine":
+                out.append((("engine", e), *span, "engine", r))
+            if has_issue[r] and row[0] != "host":
+                out.append((("host", 0), int(tl.issue_start[r]), int(tl.issue_end[r]), "issue", r))
+        elif has_issue[r]:
+            out.append((("host", 0), int(tl.issue_start[r]), int(tl.issue_end[r]), "op", r))
+    return out
+
+
+def _sub_lanes(slices: list[tuple]) -> list[int]:
+    """A sub-lane per slice so that the slices of one thread nest (viewers need that, and
+    concurrent kernels on the compute engine do not nest): first fit, where a slice fits a
+    lane when it starts after the lane's open slices end or lies inside the innermost one."""
+    lane = [0] * len(slices)
+    by_row: dict[tuple, list[int]] = {}
+    for i, sl in enumerate(slices):
+        by_row.setdefault(sl[0], []).append(i)
+    for items in by_row.values():
+        items.sort(key=lambda i: (slices[i][1], -slices[i][2]))
+        stacks: list[list[int]] = []  # per lane, the ends of its open slices
+        for i in items:
+            start, end = slices[i][1], slices[i][2]
+            for k, stack in enumerate(stacks):
+                while stack and stack[-1] <= start:
+                    stack.pop()
+                if not stack or end <= stack[-1]:
+                    stack.append(end)
+                    lane[i] = k
+                    break
+            else:
+                stacks.append([end])
+                lane[i] = len(stacks) - 1
+    return lane
+
+
+def _row_events(tl: Timeline, pid: int) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+    """Metadata + X events of one timeline; returns also each op's (tid, ts) for flows."""
+    t0 = tl.t0
+    slices = _slices(tl)
+    lanes = _sub_lanes(slices)
+    used: dict[tuple, int] = {("host", 0): 1}
+    for sl, lane in zip(slices, lanes, strict=True):
+        used[sl[0]] = max(used.get(sl[0], 0), lane + 1)
+    rows = [("host", 0)] + [("stream", s) for s in range(len(tl.stream_names))]
+    rows += [("engine", e) for e in range(len(tl.engine_names))]
+    names = {("host", 0): HOST_ROW}
+    names.update({("stream", s): n for s, n in enumerate(tl.stream_names)})
+    names.update({("engine", e): f"{n} engine" for e, n in enumerate(tl.engine_names)})
+    out = [
+        _meta(pid, 0, "process_name", _process_name(tl)),
+        _meta(pid, 0, "process_sort_index", pid),
+    ]
+    tid_of: dict[tuple, int] = {}
+    for row in rows:
+        for lane in range(max(used.get(row, 0), 1)):
+            tid = tid_of[(row, lane)] = len(tid_of) + HOST_TID
+            name = names[row] if lane == 0 else f"{names[row]} ({lane + 1})"
+            out += [_meta(pid, tid, "thread_name", name), _meta(pid, tid, "thread_sort_index", tid)]
+    op_tid = np.full(len(tl), HOST_TID, dtype=np.int64)
+    op_ts = np.zeros(len(tl), dtype=np.float64)
+    on_device = tl.on_device
+    args = [_op_args(tl, r, on_device) for r in range(len(tl))]
+    for (row, start, end, cat, r), lane in zip(slices, lanes, strict=True):
+        tid = tid_of[(row, lane)]
+        ts, dur = (start - t0) / 1000.0, (end - start) / 1000.0
+        a = args[r]
+        if cat == "op":
+            # Flows attach mid-slice, where no neighbouring slice can catch them.
+            op_tid[r], op_ts[r] = tid, ts + dur / 2
+            a = {**a, "row": row[0]}
+        elif cat == "issue":
+            a = {"index": a["index"], "op": a["op"], "stream": a["stream"]}
+        label = tl.labels[r] or args[r]["op"]
+        out.append(
+            {"ph": "X", "cat": cat, "name": label, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
+             "args": a}
+        )  # fmt: skip
+    return out, op_tid, op_ts
+
+
+def _flow_events(
+    tl: Timeline, pid: int, op_tid: np.ndarray, op_ts: np.ndarray, first_id: int
+) -> list[dict[str, Any]]:
+    out = []
+    for k in range(len(tl.dep_src)):
+        src, dst = int(tl.dep_src[k]), int(tl.dep_dst[k])
+        name = DEP_KINDS[int(tl.dep_kind[k])]
+        fid = first_id + k
+        common = {"cat": "dependency", "name": name, "id": fid, "pid": pid}
+        # args.index names the op at each end exactly (a zero-length op sharing its time with
+        # the next op on the row would make binding by time ambiguous).
+        out.append(
+            {**common, "ph": "s", "tid": int(op_tid[src]), "ts": float(op_ts[src]),
+             "args": {"index": int(tl.index[src])}}
+        )  # fmt: skip
+        out.append(
+            {**common, "ph": "f", "bp": "e", "tid": int(op_tid[dst]), "ts": float(op_ts[dst]),
+             "args": {"index": int(tl.index[dst])}}
+        )  # fmt: skip
+    return out
+
+
+def timeline_to_chrome_trace(timelines: list[Timeline]) -> dict[str, Any]:
+    """The Chrome Trace Event document of ``timelines`` (one process each)."""
+    events: list[dict[str, Any]] = []
+    next_flow = 1
+    pids = _pids(timelines)
+    for tl, pid in zip(timelines, pids, strict=True):
+        rows, op_tid, op_ts = _row_events(tl, pid)
+        events.extend(rows)
+        events.extend(_flow_events(tl, pid, op_tid, op_ts, next_flow))
+        next_flow += len(tl.dep_src)
+    return {
+        "otherData": {
+            "generator": GENERATOR,
+            "timelines": [
+                {"pid": pid, "name": tl.name, "source": tl.source, "device": tl.device}
+                for tl, pid in zip(timelines, pids, strict=True)
+            ],
+        },
+        "traceEvents": events,
+    }
+
+
+def write_chrome_trace(timelines: list[Timeline], path: str | Path) -> None:
+    """Write :func:`timeline_to_chrome_trace` to ``path`` atomically."""
+    text = json.dumps(timeline_to_chrome_trace(timelines), separators=(",", ":"))
+    write_text_atomic(path, text + "\n")
+
+
+# -- reading our own files back -----------------------------------------------------------------
+def _pick_pid(ops: list[dict[str, Any]], top: dict[str, Any]) -> Any:
+    """The measured process if the file has one, else the first."""
+    pids = sorted({o["pid"] for o in ops}, key=str)
+    return _BASE_PID["measured"] if _BASE_PID["measured"] in pids else pids[0]
+
+
+def _source_of(pid: Any, top: dict[str, Any]) -> tuple[str, str, str]:
+    """(source, device, name) of process ``pid`` from the file's ``otherData``."""
+    other = top.get("otherData")
+    info = other.get("timelines") if isinstance(other, dict) else None
+    for item in info if isinstance(info, list) else []:
+        if isinstance(item, dict) and item.get("pid") == pid and item.get("source") in SOURCES:
+            return str(item["source"]), str(item.get("device", "")), str(item.get("name", ""))
+    return "measured", "", ""
+
+
+def timeline_from_events(
+    events: list[dict[str, Any]], top: dict[str, Any], flows: list[tuple] = ()
+) -> Timeline:
+    """Rebuild a Timeline from the ``op``/``engine``/``issue`` events of a file this module
+    wrote (times come back relative to 0; one process: the measured one if present).
+
+    Each event is ``{"cat", "pid", "tid", "ts", "dur", "name", "args"}``, ``ts``/``dur`` in ns;
+    ``flows`` are ``(ph, id, pid, tid, ts_ns, name, args_index)`` and come back as dependencies.
+    Raises ValueError if they do not describe ops.
+    """
+    pid = _pick_pid(events, top)
+    mine = [e for e in events if e["pid"] == pid]
+    issues = {e["args"].get("index"): e for e in mine if e["cat"] == "issue"}
+    ops = sorted((e for e in mine if e["cat"] == "op"), key=lambda e: e["args"].get("index", 0))
+    source, device, name = _source_of(pid, top)
+    b = TimelineBuilder([], [])
+    row_of_index: dict[int, int] = {}
+    for e in ops:
+        a = e["args"]
+        if a["op"] not in OP_KINDS or not isinstance(a.get("index"), int):
+            raise ValueError(f"op event {e['name']!r}: unknown op {a['op']!r} or bad index")
+        device_span = a.get("row") != "host"
+        span = (e["ts"], e["ts"] + e["dur"])
+        issue = issues.get(a["index"])
+        issue_span = (issue["ts"], issue["ts"] + issue["dur"]) if issue else (NO_TIME, NO_TIME)
+        row_of_index[a["index"]] = len(b.labels)
+        b.add(
+            index=a["index"],
+            kind=a["op"],
+            stream=a.get("stream") if isinstance(a.get("stream"), str) else None,
+            engine=a.get("engine") if isinstance(a.get("engine"), str) else None,
+            issue_start=issue_span[0] if device_span else span[0],
+            issue_end=issue_span[1] if device_span else span[1],
+            start=span[0] if device_span else NO_TIME,
+            end=span[1] if device_span else NO_TIME,
+            nbytes=int(a.get("bytes") or 0),
+            label=str(e["name"]),
+        )
+    _add_flow_deps(b, row_of_index, [f for f in flows if f[2] == pid])
+    return b.build(source=source, device=device, name=name, meta={"trace_format": GENERATOR})
+
+
+def bind_flows(
+    slices: list[tuple[Any, int, int, int]], flows: list[tuple]
+) -> list[tuple[int, int, Any]]:
+    """Pair flow events into ``(src_row, dst_row, name)`` links between different rows.
+
+    ``slices`` are ``(thread, start, end, row)``, ``flows`` are ``(ph, id, pid, tid, ts, name)``
+    with ``thread == (pid, tid)``; each flow end binds to the slice enclosing its time on its
+    thread (the latest-starting one), as trace viewers do.
+    """
+    by_thread: dict[Any, list[tuple[int, int, int]]] = {}
+    for thread, start, end, row in slices:
+        by_thread.setdefault(thread, []).append((start, end, row))
+    flow_at: dict[Any, list[int]] = {}
+    for i, f in enumerate(flows):
+        flow_at.setdefault((f[2], f[3]), []).append(i)
+    bound = np.full(len(flows), -1, dtype=np.int64)
+    for thread, which in flow_at.items():
+        if thread not in by_thread:
+            continue
+        arr = np.asarray(sorted(by_thread[thread]), dtype=np.int64).reshape(-1, 3)
+        ts = np.asarray([flows[i][4] for i in which], dtype=np.int64)
+        k = np.searchsorted(arr[:, 0], ts, side="right") - 1
+        hit = (k >= 0) & (arr[np.maximum(k, 0), 1] >= ts)
+        bound[np.asarray(which)[hit]] = arr[k[hit], 2]
+    ends: dict[Any, dict[str, tuple[int, Any]]] = {}
+    for i, (ph, fid, _pid, _tid, _ts, name, *_) in enumerate(flows):
+        if bound[i] >= 0 and fid is not None:
+            ends.setdefault(fid, {})[ph] = (int(bound[i]), name)
+    return [
+        (e["s"][0], e["f"][0], e["s"][1])
+        for e in ends.values()
+        if "s" in e and "f" in e and e["s"][0] != e["f"][0]
+    ]
+
+
+def _add_flow_deps(b: Any, row_of_index: dict[int, int], flows: list[tuple]) -> None:
+    """Our flows name their ops in ``args.index`` (the flow tuple's last item)."""
+    ends: dict[Any, dict[str, tuple[int, Any]]] = {}
+    for ph, fid, _pid, _tid, _ts, name, index in flows:
+        if index in row_of_index:
+            ends.setdefault(fid, {})[ph] = (row_of_index[index], name)
+    for end in ends.values():
+        if "s" in end and "f" in end and end["s"][0] != end["f"][0]:
+            name = end["s"][1]
+            b.add_dep(end["s"][0], end["f"][0], name if name in DEP_KINDS else "flow")

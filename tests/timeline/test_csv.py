@@ -1,0 +1,81 @@
+"""The op table CSV, alone and with measured columns."""
+
+from __future__ import annotations
+
+import csv
+from pathlib import Path
+
+import pytest
+
+from swimlanes.timeline import Timeline, TimelineBuilder
+from swimlanes.timeline.csv_export import BASE_COLUMNS, MEASURED_COLUMNS, write_op_csv
+
+
+def timeline(source: str, stretch: int = 1, offset: int = 0, skip_last: bool = False) -> Timeline:
+    b = TimelineBuilder(["s1"], ["H2D", "compute"])
+    b.add(index=0, kind="h2d", stream="s1", engine="H2D", issue_start=offset,
+          issue_end=offset + 1_000, start=offset + 1_000, end=offset + 1_000 + 4_000 * stretch,
+          nbytes=8_000_000, label="=HYPERLINK(\"x\")")  # fmt: skip
+    b.add(index=1, kind="host", stream=None, engine=None, issue_start=offset + 1_000,
+          issue_end=offset + 3_000, label="host")  # fmt: skip
+    if not skip_last:
+        b.add(index=2, kind="kernel", stream="s1", engine="compute", issue_start=offset + 3_000,
+              issue_end=offset + 4_000, start=offset + 5_000 * stretch,
+              end=offset + 9_000 * stretch, label="K")  # fmt: skip
+    return b.build(source=source, device="h200")
+
+
+def _read(path: Path) -> list[dict[str, str]]:
+    with path.open(newline="", encoding="utf-8") as f:
+        return list(csv.DictReader(f))
+
+
+def test_single_timeline_table(tmp_path: Path) -> None:
+    out = tmp_path / "ops.csv"
+    write_op_csv([timeline("simulated")], out)
+    rows = _read(out)
+    assert list(rows[0]) == list(BASE_COLUMNS)
+    assert [r["op"] for r in rows] == ["h2d", "host", "kernel"]
+    h2d, host, kernel = rows
+    assert (h2d["start_us"], h2d["end_us"], h2d["duration_us"]) == ("1.000", "5.000", "4.000")
+    assert h2d["gbps"] == "2000.000"  # 8 MB in 4 us
+    assert h2d["bytes"] == "8000000" and h2d["stream"] == "s1" and h2d["engine"] == "H2D"
+    # Host work has a host span and no device span.
+    assert (host["issue_start_us"], host["issue_end_us"], host["start_us"]) == (
+        "1.000",
+        "3.000",
+        "",
+    )
+    assert kernel["label"] == "K" and kernel["gbps"] == ""
+
+
+def test_labels_cannot_become_spreadsheet_formulas(tmp_path: Path) -> None:
+    out = tmp_path / "ops.csv"
+    write_op_csv([timeline("simulated")], out)
+    assert _read(out)[0]["label"] == '\'=HYPERLINK("x")'
+
+
+def test_measured_columns_and_errors(tmp_path: Path) -> None:
+    out = tmp_path / "ops.csv"
+    sim = timeline("simulated")
+    meas = timeline("measured", stretch=2, offset=7_000_000)
+    write_op_csv([sim, meas], out)
+    rows = _read(out)
+    assert list(rows[0]) == list(BASE_COLUMNS) + list(MEASURED_COLUMNS)
+    h2d, _host, kernel = rows
+    assert h2d["measured_duration_us"] == "8.000"
+    assert h2d["end_error_us"] == "4.000" and h2d["start_error_us"] == "0.000"
+    assert h2d["duration_error_pct"] == "100.00"
+    assert (kernel["measured_start_us"], kernel["start_error_us"]) == ("10.000", "5.000")
+
+
+def test_op_missing_from_measurement_leaves_blanks(tmp_path: Path) -> None:
+    out = tmp_path / "ops.csv"
+    write_op_csv([timeline("simulated"), timeline("measured", skip_last=True)], out)
+    kernel = _read(out)[2]
+    assert all(kernel[c] == "" for c in MEASURED_COLUMNS)
+
+
+def test_no_timeline_is_an_error(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="no timeline"):
+        write_op_csv([], tmp_path / "x.csv")
