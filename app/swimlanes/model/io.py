@@ -49,6 +49,14 @@ def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
     p = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
     try:
+        # mkstemp makes the file private (0600); keep the old file's mode, or the usual one.
+        try:
+            mode = p.stat().st_mode & 0o777
+        except FileNotFoundError:
+            umask = os.umask(0)
+            os.umask(umask)
+            mode = 0o666 & ~umask
+        os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
             f.flush()

@@ -1,0 +1,249 @@
+"""``swimlanes simulate``, ``devices`` and ``gui``'s headless fallback, driven through cli.main."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+
+from swimlanes.cli import main
+from swimlanes.resources import example_path
+
+TWO_STREAMS = str(example_path("two-streams"))
+OP_KEYS = {"index", "op", "stream", "label", "issue_us", "start_us", "end_us"}
+
+
+def _json(capsys: pytest.CaptureFixture[str], argv: list[str]) -> dict:
+    assert main(argv) == 0
+    return json.loads(capsys.readouterr().out)
+
+
+def test_json_reports_the_textbook_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _json(capsys, ["simulate", TWO_STREAMS, "--json"])
+    assert out["device"] == "ideal"  # the example's preferred preset
+    assert out["pipeline"] == "two-streams"
+    assert out["makespan_us"] == pytest.approx(4000.0)
+    assert out["serial_us"] == pytest.approx(6000.0)
+    assert out["speedup"] == pytest.approx(1.5)
+    assert [op["index"] for op in out["ops"]] == list(range(7))
+    assert all(set(op) >= OP_KEYS for op in out["ops"])
+    assert [op["label"] for op in out["ops"][:3]] == ["H2D A", "K A", "D2H A"]
+    assert out["ops"][3]["start_us"] == pytest.approx(1000.0)  # H2D B waits for H2D A's engine
+    assert out["ops"][-1]["op"] == "device_sync" and out["ops"][-1]["stream"] is None
+    busy = sorted(out["engines"].values(), reverse=True)
+    assert busy[:3] == pytest.approx([2000.0, 2000.0, 2000.0])
+
+
+def test_device_option_overrides_the_pipelines_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    out = _json(capsys, ["simulate", TWO_STREAMS, "--device", "h200", "--json"])
+    assert out["device"] == "h200"
+    # Launch and copy issue costs on an H200 host make it slower than the textbook 4 units.
+    assert out["makespan_us"] > 4000.0
+
+
+def test_pipeline_without_a_device_uses_h200(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(example_path("two-streams").read_text(encoding="utf-8"))
+    del doc["device"]
+    path = tmp_path / "p.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert _json(capsys, ["simulate", str(path), "--json"])["device"] == "h200"
+
+
+def test_preset_file_is_accepted(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from swimlanes.engine import get_preset
+
+    data = get_preset("ideal").to_dict()
+    data["name"] = "my-gpu"
+    preset = tmp_path / "my-gpu.json"
+    preset.write_text(json.dumps(data), encoding="utf-8")
+    out = _json(capsys, ["simulate", TWO_STREAMS, "--device", str(preset), "--json"])
+    assert out["device"] == "my-gpu"
+    assert out["makespan_us"] == pytest.approx(4000.0)
+
+
+def test_table_lists_ops_and_summary(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", TWO_STREAMS]) == 0
+    out = capsys.readouterr().out
+    assert out.startswith("two-streams\nsimulated on ideal, 7 ops;")
+    rows = [line.split() for line in out.splitlines()]
+    h2d_b = next(r for r in rows if r[:2] == ["3", "h2d"])
+    # index, op, stream, label (2 words), issue, start, end, duration
+    assert h2d_b[2] == "s2" and h2d_b[3:5] == ["H2D", "B"]
+    assert [float(x) for x in h2d_b[5:]] == [0.0, 1000.0, 2000.0, 1000.0]
+    assert any(r[:3] == ["6", "device_sync", "(host)"] for r in rows)
+    summary = {line[:26].strip(): line[26:].split() for line in out.splitlines()[-8:]}
+    assert summary["makespan"] == ["4000.0", "us"]
+    assert summary["serial"][:2] == ["6000.0", "us"]
+    assert summary["speedup"] == ["1.50x"]
+    assert summary["Compute busy"] == ["2000.0", "us", "50.0%"]
+    assert summary["2+ engines busy (overlap)"] == ["2000.0", "us", "50.0%"]
+
+
+def test_invalid_pipeline_exits_2_with_json_paths(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(example_path("two-streams").read_text(encoding="utf-8"))
+    doc["program"][3]["bytes"] = -1
+    doc["program"][1]["threads"] = 4096
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["simulate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "error: program[3].bytes: must be a positive integer" in err
+    assert "error: program[1].threads: must be at most 1024" in err
+    assert "Traceback" not in err
+
+
+@pytest.mark.parametrize(
+    ("setup", "expected"),
+    [
+        ("missing", "error: no such file: "),
+        ("not-json", "error: not valid JSON: "),
+        ("version", "error: version: unsupported version 2: this Swimlanes reads version 1"),
+    ],
+)
+def test_bad_files_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], setup: str, expected: str
+) -> None:
+    path = tmp_path / "f.json"
+    if setup == "not-json":
+        path.write_text("{oops", encoding="utf-8")
+    elif setup == "version":
+        path.write_text(json.dumps({"format": "swimlanes-pipeline", "version": 2}), "utf-8")
+    assert main(["simulate", str(path), "--json"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(expected)
+    assert captured.out == ""
+
+
+def test_unknown_device_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["simulate", TWO_STREAMS, "--device", "gtx480"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: unknown device 'gtx480'; choose one of ideal, h200")
+
+
+def test_bad_device_in_the_file_names_the_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    doc = json.loads(example_path("two-streams").read_text(encoding="utf-8"))
+    doc["device"] = "voodoo2"
+    path = tmp_path / "old.json"
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    assert main(["simulate", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert "unknown device 'voodoo2'" in err and "(the device named in old.json)" in err
+
+
+def test_broken_preset_file_exits_2(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    preset = tmp_path / "bad-gpu.json"
+    preset.write_text('{"format": "swimlanes-device", "version": 1, "name": "x", "sm_count": 0}')
+    assert main(["simulate", TWO_STREAMS, "--device", str(preset)]) == 2
+    assert "sm_count: must be at least 1" in capsys.readouterr().err
+
+
+def test_installed_command_prints_one_json_object() -> None:
+    script = Path(sys.executable).parent / "swimlanes"
+    cmd = [str(script)] if script.exists() else [sys.executable, "-m", "swimlanes.cli"]
+    done = subprocess.run(
+        [*cmd, "simulate", str(example_path("chunked-overlap")), "--json"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout)
+    assert out["device"] == "ideal"
+    assert out["makespan_us"] == pytest.approx(42500.0)
+    assert len(out["ops"]) == 13
+
+
+# -- devices ---------------------------------------------------------------------------------------
+def test_devices_table_lists_every_preset(capsys: pytest.CaptureFixture[str]) -> None:
+    from swimlanes.engine import preset_names
+
+    assert main(["devices"]) == 0
+    out = capsys.readouterr().out
+    first_words = [line.split()[0] for line in out.splitlines() if line.strip()]
+    for name in preset_names():
+        assert name in first_words
+    h200 = next(line for line in out.splitlines() if line.startswith("h200 "))
+    assert " 132 " in h200 and "GB/s" in h200
+
+
+def test_devices_json_has_the_key_figures(capsys: pytest.CaptureFixture[str]) -> None:
+    rows = _json(capsys, ["devices", "--json"])
+    by_name = {r["name"]: r for r in rows}
+    assert {"ideal", "h200", "a100", "rtx4090", "c1060", "c2050", "k20c"} <= set(by_name)
+    assert by_name["h200"]["sm_count"] == 132
+    assert by_name["c2050"]["hardware_queues"] == "fermi"
+    assert by_name["ideal"]["kernel_launch_cost_us"] == 0.0
+
+
+# -- gui fallback ---------------------------------------------------------------------------------
+def _no_display(monkeypatch: pytest.MonkeyPatch) -> None:
+    for var in ("QT_QPA_PLATFORM", "DISPLAY", "WAYLAND_DISPLAY"):
+        monkeypatch.delenv(var, raising=False)
+    monkeypatch.setattr(sys, "platform", "linux")
+
+
+def test_gui_without_a_display_prints_the_default_example(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_display(monkeypatch)
+    assert main(["gui"]) == 0
+    captured = capsys.readouterr()
+    assert "cannot open the desktop app: no display" in captured.err
+    assert "simulated on ideal, 13 ops" in captured.out
+    assert "H2D chunk 3" in captured.out
+
+
+def test_gui_without_a_display_simulates_the_given_file(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    _no_display(monkeypatch)
+    assert main(["gui", TWO_STREAMS]) == 0
+    assert capsys.readouterr().out.startswith("two-streams\nsimulated on ideal")
+
+
+def test_gui_falls_back_when_qt_cannot_load(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    monkeypatch.setitem(sys.modules, "swimlanes.ui.app", None)  # import raises ImportError
+    assert main(["gui"]) == 0
+    captured = capsys.readouterr()
+    assert "Qt could not be loaded" in captured.err
+    assert "makespan" in captured.out
+
+
+def test_gui_hands_the_file_to_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
+    opened: list[str | None] = []
+    fake = types.ModuleType("swimlanes.ui.app")
+    fake.main = lambda file=None: opened.append(file) or 0  # type: ignore[attr-defined]
+    monkeypatch.setenv("QT_QPA_PLATFORM", "offscreen")
+    monkeypatch.setitem(sys.modules, "swimlanes.ui.app", fake)
+    assert main(["gui", TWO_STREAMS]) == 0
+    assert main([]) == 0  # no command: the app, with no file
+    assert opened == [TWO_STREAMS, None]
+
+
+def test_table_says_when_a_timeline_was_measured() -> None:
+    from swimlanes.commands.simulate import format_table
+    from swimlanes.model import Op, Pipeline, Stream
+    from swimlanes.timeline import TimelineBuilder, compute_metrics
+
+    b = TimelineBuilder(["s1"], ["H2D"])
+    times = {"issue_start": 5_000, "issue_end": 14_000, "start": 20_000, "end": 1_020_000}
+    b.add(index=0, kind="h2d", stream="s1", engine="H2D", label="H2D A", **times)
+    tl = b.build(source="measured", device="h200")
+    p = Pipeline("one copy", [Stream("s1")], [Op("h2d", stream="s1", bytes=55_000_000)])
+    table = format_table(p, tl, compute_metrics(tl))
+    assert table.startswith("one copy\nmeasured on h200, 1 ops;")
+    row = next(line.split() for line in table.splitlines() if line.lstrip().startswith("0 "))
+    assert row[-4:] == ["0.0", "15.0", "1015.0", "1000.0"]
