@@ -1,0 +1,138 @@
+"""The block scheduler: how kernels (and d2d copies and memsets) share the SMs.
+
+Each SM holds ``max_threads_per_sm`` thread slots. A kernel's residency is
+``min(max_blocks_per_sm, max_threads_per_sm // threads)`` blocks per SM (an op may override it
+with ``blocks_per_sm``); each of its blocks takes ``max_threads_per_sm // residency`` slots, so a
+kernel alone fills the GPU exactly as its residency allows and concurrent kernels share what is
+left. Pending blocks are dispatched highest stream priority first (CUDA: lower number), then in
+the order the kernels reached the GPU; running blocks are never preempted. At most
+``max_resident_kernels`` kernels have blocks on the GPU at once.
+
+For speed the scheduler works in batches: all blocks of a kernel that fit at one moment start
+together and finish together ``block_ns`` later (one event per batch, never one per block), which
+is exactly the wave model for a kernel alone.
+"""
+
+from __future__ import annotations
+
+import heapq
+import math
+from bisect import insort
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from swimlanes.engine.presets import DevicePreset
+
+#: Heap event tag of a finished batch of blocks.
+EV_BATCH = 1
+
+
+def residency(preset: DevicePreset, threads: int, override: int | None = None) -> int:
+    """Blocks of one kernel that fit on one SM."""
+    if override:
+        return max(1, min(int(override), preset.max_blocks_per_sm))
+    return max(1, min(preset.max_blocks_per_sm, preset.max_threads_per_sm // max(1, threads)))
+
+
+def waves(preset: DevicePreset, blocks: int, per_sm: int) -> int:
+    """Rounds of blocks a kernel alone needs: ceil(blocks / (SMs x residency))."""
+    return max(1, math.ceil(blocks / (preset.sm_count * per_sm)))
+
+
+@dataclass(slots=True, eq=False)  # identity equality: list.remove must not compare fields
+class SmWork:
+    """A kernel (or SM-side copy/memset) that reached the block scheduler."""
+
+    op: int
+    priority: int
+    seq: int
+    remaining: int  # blocks not yet dispatched
+    cost: int  # thread slots one block occupies
+    max_resident: int  # SMs x residency: blocks of this kernel that fit at once
+    block_ns: float  # fractional so that waves of a duration_us kernel add up exactly
+    resident: int = 0
+    carry: float = 0.0
+    started: bool = False
+
+
+class BlockScheduler:
+    """Dispatches pending blocks onto free SM slots; pushes batch-end events onto ``heap``."""
+
+    def __init__(
+        self, preset: DevicePreset, heap: list, next_seq: Callable[[], int], start: list[int]
+    ) -> None:
+        self.sm_count = preset.sm_count
+        self.slots_per_sm = preset.max_threads_per_sm
+        self.free = preset.sm_count * preset.max_threads_per_sm
+        self.max_resident_kernels = preset.max_resident_kernels
+        self.resident_kernels = 0
+        #: Kernels on the block scheduler (waiting or running), in dispatch order.
+        self.pending: list[SmWork] = []
+        self._heap = heap
+        self._seq = next_seq
+        self._start = start
+        self.occupancy_time: list[int] = [0]
+        self.occupancy_sms: list[int] = [0]
+
+    def add(self, work: SmWork) -> None:
+        pending = self.pending
+        if not pending or _dispatch_order(pending[-1]) < _dispatch_order(work):
+            pending.append(work)
+        else:
+            insort(pending, work, key=_dispatch_order)
+
+    def dispatch(self, t: int) -> None:
+        """Start batches for every pending kernel that fits, best priority first."""
+        heap, start, sm_count, free = self._heap, self._start, self.sm_count, self.free
+        busy = 0
+        for w in self.pending:
+            if not w.remaining or free < w.cost:  # nothing left to place, or no room
+                busy += min(w.resident, sm_count)
+                continue
+            if not w.started and self.resident_kernels >= self.max_resident_kernels:
+                continue
+            fit = min(w.remaining, free // w.cost, w.max_resident - w.resident)
+            if fit <= 0:
+                busy += min(w.resident, sm_count)
+                continue
+            if not w.started:
+                w.started = True
+                self.resident_kernels += 1
+                start[w.op] = t
+            free -= fit * w.cost
+            w.resident += fit
+            w.remaining -= fit
+            # Carry the rounding from batch to batch so a kernel alone takes exactly its time.
+            d = w.block_ns + w.carry
+            di = max(1, round(d))
+            w.carry = d - di
+            heapq.heappush(heap, (t + di, self._seq(), EV_BATCH, w, fit))
+            busy += min(w.resident, sm_count)
+        self.free = free
+        # The SMs-busy step function: SMs holding blocks, by kernels and by slots in use.
+        by_slots = -(-(self.sm_count * self.slots_per_sm - free) // self.slots_per_sm)
+        sms = min(sm_count, max(busy, by_slots))
+        occ_sms = self.occupancy_sms
+        if sms != occ_sms[-1]:
+            if self.occupancy_time[-1] == t:
+                occ_sms[-1] = sms
+            else:
+                self.occupancy_time.append(t)
+                occ_sms.append(sms)
+
+    def batch_end(self, w: SmWork, fit: int) -> bool:
+        """Free a finished batch's slots; True when that was the kernel's last block.
+
+        The caller runs :meth:`dispatch` afterwards, which also records the occupancy.
+        """
+        self.free += fit * w.cost
+        w.resident -= fit
+        if w.remaining or w.resident:
+            return False
+        self.pending.remove(w)
+        self.resident_kernels -= 1
+        return True
+
+
+def _dispatch_order(w: SmWork) -> tuple[int, int]:
+    return (w.priority, w.seq)

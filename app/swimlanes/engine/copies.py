@@ -1,0 +1,144 @@
+"""Copy engines: which ready copy runs next, and how fast copies run side by side.
+
+A copy engine runs one copy at a time. Engines form pools: one H2D pool and one D2H pool, or a
+single pool for both directions when the preset has a shared copy engine. The choice among ready
+copies is :func:`choose_copy`. Bandwidth is shared fluidly: a copy's remaining work is kept in
+"ns alone" and its speed is recomputed whenever the set of running copies changes, so an H2D
+and a D2H that overlap for part of their lives each slow down only for that part.
+"""
+
+from __future__ import annotations
+
+import heapq
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from swimlanes.engine.presets import DevicePreset
+
+#: Heap event tag of a copy that may have finished (checked against its version).
+EV_COPY = 2
+H2D, D2H = 0, 1
+
+
+def choose_copy(ready: list[tuple], last_stream: int, order: str = "measured") -> int:
+    """Position in ``ready`` of the copy an idle engine starts next.
+
+    ``ready`` holds tuples starting ``(ready_time, op, stream, ...)``. ``order="measured"`` is what an H200 does:
+    the engine keeps serving the stream it just served while that stream has a ready copy (two
+    queued copies of one stream ran back to back before another stream's earlier copy), and
+    otherwise takes the most recently readied copy (three copies issued at once on s1, s2, s3
+    ran s1, s3, s2). ``order="fifo"`` is the textbook engine: the copy that has waited longest.
+    Either way copies readied at the same instant go in issue order.
+    """
+    fifo = order == "fifo"
+    best = -1
+    best_key: tuple[int, int, int] | None = None
+    for pos, entry in enumerate(ready):
+        ready_time, op, stream = entry[0], entry[1], entry[2]
+        same = 0 if fifo or stream == last_stream else 1
+        key = (same, ready_time if fifo else -ready_time, op)
+        if best_key is None or key < best_key:
+            best, best_key = pos, key
+    return best
+
+
+@dataclass(slots=True, eq=False)
+class _Engine:
+    pool: int
+    op: int = -1
+    direction: int = H2D
+    last_stream: int = -1
+    remaining: float = 0.0  # ns of work left at full (alone) speed
+    since: int = 0
+    factor: float = 1.0
+    version: int = 0
+    index: int = 0
+
+
+class CopyEngines:
+    """All copy engines of a device; pushes possible-finish events onto ``heap``.
+
+    The simulator appends each copy whose stream dependencies are met to ``ready[pool]`` as
+    ``(ready_time, op, stream, direction, work_ns)``; :meth:`dispatch` then starts copies on
+    idle engines.
+    """
+
+    def __init__(
+        self, preset: DevicePreset, heap: list, next_seq: Callable[[], int], start: list[int]
+    ) -> None:
+        n = preset.copy_engines_per_direction
+        self.shared = preset.shared_copy_engine
+        if self.shared:
+            self.names = ["Copy"] if n == 1 else [f"Copy {k + 1}" for k in range(n)]
+            self.engines = [_Engine(pool=0) for _ in range(n)]
+            # Ready copies: (ready_time, op, stream, direction, work_ns).
+            self.ready: list[list[tuple[int, int, int, int, int]]] = [[]]
+        else:
+            h2d = ["H2D"] if n == 1 else [f"H2D {k + 1}" for k in range(n)]
+            d2h = ["D2H"] if n == 1 else [f"D2H {k + 1}" for k in range(n)]
+            self.names = h2d + d2h
+            self.engines = [_Engine(pool=0) for _ in range(n)] + [_Engine(pool=1) for _ in range(n)]
+            self.ready = [[], []]
+        self.slowdown = preset.bidirectional_slowdown
+        # Fermi-style queues feed each engine in issue order: the queue decides, not the engine.
+        self.order = "fifo" if preset.hardware_queues == "fermi" else preset.copy_order
+        self.running = [0, 0]  # copies running per direction
+        self._fluid = self.slowdown > 0 or n > 1
+        self._heap = heap
+        self._seq = next_seq
+        self._start = start
+        for k, e in enumerate(self.engines):
+            e.index = k
+
+    def dispatch(self, t: int) -> None:
+        """Give every idle engine its next copy."""
+        changed = False
+        for e in self.engines:
+            ready = self.ready[e.pool]
+            if e.op >= 0 or not ready:
+                continue
+            pos = 0 if len(ready) == 1 else choose_copy(ready, e.last_stream, self.order)
+            _, op, stream, e.direction, work = ready.pop(pos)
+            e.op, e.last_stream, e.since, e.remaining = op, stream, t, float(work)
+            running = self.running
+            running[e.direction] += 1
+            self._start[op] = t
+            if self._fluid and (running[e.direction] > 1 or running[1 - e.direction]):
+                e.factor = 0.0  # makes _reschedule give it an end event
+                changed = True
+            else:  # alone on the link: full speed, and nobody else's speed changes
+                e.factor = 1.0
+                e.version += 1
+                end = t + round(e.remaining)
+                heapq.heappush(self._heap, (end, self._seq(), EV_COPY, e, e.version))
+        if changed:
+            self._reschedule(t)
+
+    def finish(self, e: _Engine, version: int, t: int) -> int:
+        """Handle a possible-finish event: the finished op, or -1 if the event is stale."""
+        if version != e.version or e.op < 0:
+            return -1
+        op = e.op
+        e.op = -1
+        self.running[e.direction] -= 1
+        if self._fluid and (self.running[0] or self.running[1]):
+            self._reschedule(t)
+        return op
+
+    def _reschedule(self, t: int) -> None:
+        """Recompute every running copy's speed after the set of running copies changed."""
+        for e in self.engines:
+            if e.op < 0:
+                continue
+            factor = float(self.running[e.direction])
+            if self.running[1 - e.direction] and not self.shared:
+                factor *= 1.0 + self.slowdown
+            if factor == e.factor:
+                continue  # its speed did not change: its pending end event stays valid
+            if e.factor:
+                e.remaining -= (t - e.since) / e.factor
+            e.since = t
+            e.factor = factor
+            e.version += 1
+            end = t + max(0, round(e.remaining * factor))
+            heapq.heappush(self._heap, (end, self._seq(), EV_COPY, e, e.version))

@@ -1,0 +1,221 @@
+"""Per-op facts the simulator needs, computed once before the event loop.
+
+``plan_ops`` turns the host program into flat lists (kind code, stream, hardware queue, host
+behaviour, alone-on-the-GPU time) so that the event loop touches no ``Op`` objects.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from swimlanes.engine.blocks import residency, waves
+from swimlanes.engine.presets import DevicePreset
+from swimlanes.model.document import DEFAULT_STREAM, OP_KINDS, Op, Pipeline
+
+K = {name: code for code, name in enumerate(OP_KINDS)}
+#: Op kinds that are enqueued on a stream (stream_sync only waits on the host).
+ENQUEUED = frozenset(
+    K[k]
+    for k in ("h2d", "d2h", "d2d", "memset", "kernel", "event_record", "event_wait", "host_func")
+)
+
+# What the host thread does for each op (see simulator docstring).
+ENQ = 0  # enqueue, return at once
+ENQ_WAIT = 1  # enqueue, return when the op is done (sync copy, D2H to pageable memory)
+ENQ_STAGE = 2  # enqueue, return once the data is staged (H2D from pageable memory)
+ENQ_BARRIER = 3  # enqueue as a device-wide implicit synchronisation (sync memset)
+WAIT_STREAM = 4
+WAIT_EVENT = 5
+WAIT_ALL = 6  # device_sync, free
+BUSY = 7  # host work
+BARRIER = 8  # malloc: device-wide implicit synchronisation, host does not wait
+
+# Where an enqueued op runs.
+RUN_COPY, RUN_SM, RUN_KERNEL, RUN_INSTANT, RUN_CALLBACK = range(5)
+
+STREAM_LEGACY, STREAM_BLOCKING, STREAM_NON_BLOCKING = range(3)
+
+
+@dataclass
+class Plan:
+    """Flat per-op lists; index == program index."""
+
+    stream_names: list[str]
+    stream_class: list[int]
+    priority: list[int]
+    queue_of_stream: list[int]
+    queue_count: int
+    shared_queues: bool = False  # some hardware queue carries more than one stream
+    kind: list[int] = field(default_factory=list)
+    queue: list[int] = field(default_factory=list)  # hardware queue of enqueued ops, else -1
+    run: list[int] = field(default_factory=list)  # RUN_* for enqueued ops, -1 for host-only
+    stream: list[int] = field(default_factory=list)
+    host: list[int] = field(default_factory=list)
+    cost: list[int] = field(default_factory=list)
+    solo: list[int] = field(default_factory=list)
+    stage: dict[int, int] = field(default_factory=dict)  # host staging ns of pageable H2D
+    kernel: dict[int, tuple[int, int, int, float]] = field(default_factory=dict)
+    event: dict[int, str] = field(default_factory=dict)
+    labels: list[str] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)
+
+
+def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
+    streams = pipeline.all_streams
+    names = [s.name for s in streams]
+    klass = []
+    for s in streams:
+        if s.name == DEFAULT_STREAM or s.kind == "legacy_default":
+            klass.append(STREAM_LEGACY)
+        elif s.kind == "non_blocking":
+            klass.append(STREAM_NON_BLOCKING)
+        else:
+            klass.append(STREAM_BLOCKING)
+    prio = [preset.clamp_priority(s.priority) for s in streams]
+    if preset.hardware_queues == "fermi":
+        # Queues by engine, not by stream: 0 compute, then one per copy pool.
+        qos = [0] * len(streams)
+        count = 2 if preset.shared_copy_engine else 3
+    else:
+        conns = preset.connections or max(1, len(streams) - 1)
+        qos, k = [], 0
+        for c in klass:
+            if c == STREAM_LEGACY:
+                qos.append(0)
+            else:
+                qos.append(1 + k % conns)
+                k += 1
+        count = 1 + conns
+    plan = Plan(names, klass, prio, qos, count)
+    plan.shared_queues = preset.hardware_queues == "fermi" or len(set(qos)) < len(qos)
+    return plan
+
+
+def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
+    """Flatten the program; ValueError naming the op on anything the model cannot run."""
+    plan = _stream_tables(pipeline, preset)
+    stream_index: dict[str | None, int] = {n: k for k, n in enumerate(plan.stream_names)}
+    stream_index[None] = -1
+    costs = {name: preset.issue_cost_ns(name) for name in K}
+    labels, nbytes = plan.labels, plan.nbytes
+    fermi = preset.hardware_queues == "fermi"
+    # Fermi: queue 0 is the compute queue, then the copy queues (one if the engine is shared).
+    queue_by_kind = dict.fromkeys(K.values(), 0)
+    queue_by_kind[K["h2d"]] = 1
+    queue_by_kind[K["d2h"]] = 1 if preset.shared_copy_engine else 2
+    # Pipelines repeat the same few op shapes: work each out once, and share its row tuple
+    # (kind, stream, run, queue, cost, host, solo) between all ops of that shape.
+    shapes: dict[tuple, tuple[tuple, tuple | int | None]] = {}
+    rows: list[tuple] = []
+    default_labels: dict[tuple, str] = {}
+    kernels, stages, events = plan.kernel, plan.stage, plan.event
+    for i, op in enumerate(pipeline.program):
+        name = op.op
+        key = (name, op.stream, op.bytes, op.host_memory, op.is_async, op.duration_us,
+               op.blocks, op.threads, op.block_us, op.flops,
+               op.extra.get("blocks_per_sm") if op.extra else None)  # fmt: skip
+        shape = shapes.get(key)
+        if shape is None:
+            k = K.get(name)
+            if k is None:
+                raise ValueError(f"program[{i}].op: unknown op {name!r}")
+            s = stream_index.get(op.stream_name, -2)
+            if s == -2:
+                raise ValueError(f"program[{i}].stream: names no declared stream ({op.stream!r})")
+            run = _RUN[k]
+            q = -1 if run < 0 else (queue_by_kind[k] if fermi else plan.queue_of_stream[s])
+            host, solo, extra = _shape(op, preset)
+            shape = shapes[key] = ((k, s, run, q, costs[name], host, solo), extra)
+        row, extra = shape
+        rows.append(row)
+        if extra is not None:
+            if row[0] == _KERNEL:
+                kernels[i] = extra
+            else:
+                stages[i] = extra
+        label = op.label
+        if not label:
+            label = default_labels.get((name, op.event))
+            if label is None:
+                label = default_labels[(name, op.event)] = op.display_label
+        labels.append(label)
+        nbytes.append(op.bytes or 0)
+        if op.event is not None:
+            events[i] = op.event
+    if rows:
+        columns = [list(c) for c in zip(*rows, strict=True)]
+        plan.kind, plan.stream, plan.run, plan.queue, plan.cost, plan.host, plan.solo = columns
+    return plan
+
+
+def _shape(op: Op, preset: DevicePreset) -> tuple[int, int, tuple | int | None]:
+    """(host behaviour, time alone on the device or -1, kernel shape or staging ns)."""
+    extra: dict = {}
+    host, solo = _host_and_solo(op, preset, extra)
+    return host, solo, extra.get("value")
+
+
+def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
+    """How the host behaves on this op, and the op's time alone on the device (or -1)."""
+    name = op.op
+    dur = None if op.duration_us is None else round(op.duration_us * 1000.0)
+    if name in ("h2d", "d2h", "d2d"):
+        memory = op.effective_host_memory if name != "d2d" else "pinned"
+        solo = dur if dur is not None else preset.copy_ns(name, op.bytes or 0, memory)
+        if name == "d2d":
+            return ENQ, solo
+        sync = not op.effective_async
+        if name == "h2d" and memory == "pageable" and not sync:
+            stage = round((op.bytes or 0) / preset.h2d_pageable_gbps)
+            out["value"] = dur if dur is not None else stage
+            return ENQ_STAGE, solo
+        return (ENQ_WAIT if sync or memory == "pageable" else ENQ), solo
+    if name == "memset":
+        solo = dur if dur is not None else preset.memset_ns(op.bytes or 0)
+        return (ENQ if op.effective_async else ENQ_BARRIER), solo
+    if name == "kernel":
+        threads = op.threads or 256
+        blocks = op.blocks or 1
+        per_sm = residency(preset, threads, op.extra.get("blocks_per_sm"))
+        n_waves = waves(preset, blocks, per_sm)
+        if op.block_us is not None:
+            total = max(1, round(op.block_us * 1000.0)) * n_waves
+        elif dur is not None:
+            total = max(1, dur)
+        else:
+            total = preset.roofline_ns(op.flops, op.bytes)
+        cost = preset.max_threads_per_sm // per_sm
+        out["value"] = (blocks, cost, preset.sm_count * per_sm, total / n_waves)
+        return ENQ, total
+    if name in ("event_record", "event_wait"):
+        return ENQ, 0
+    if name == "host_func":
+        return ENQ, dur or 0
+    host = {
+        "stream_sync": WAIT_STREAM,
+        "event_sync": WAIT_EVENT,
+        "device_sync": WAIT_ALL,
+        "free": WAIT_ALL,
+        "malloc": BARRIER,
+        "host": BUSY,
+    }[name]
+    return host, (dur or 0) if name == "host" else -1
+
+
+def run_of(kind: int) -> int:
+    """Where an enqueued op of this kind runs (-1: host-only op)."""
+    if kind not in ENQUEUED:
+        return -1
+    if kind in (K["h2d"], K["d2h"]):
+        return RUN_COPY
+    if kind in (K["d2d"], K["memset"]):
+        return RUN_SM
+    if kind == K["kernel"]:
+        return RUN_KERNEL
+    if kind == K["host_func"]:
+        return RUN_CALLBACK
+    return RUN_INSTANT
+
+
+_RUN = {k: run_of(k) for k in K.values()}
+_KERNEL = K["kernel"]

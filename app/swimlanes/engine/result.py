@@ -1,0 +1,75 @@
+"""Turn a finished simulation's columns into a :class:`Timeline`."""
+
+from __future__ import annotations
+
+from array import array
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
+
+if TYPE_CHECKING:
+    from swimlanes.engine.state import RunState
+
+_STREAM_DEP = DEP_KINDS.index("stream")
+
+
+def _column(values: array, dtype: type) -> np.ndarray:
+    """The raw array as a numpy column, without a copy."""
+    return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype)
+
+
+def dep_columns(stream: list[int], enqueued: np.ndarray, deps: tuple) -> dict[str, np.ndarray]:
+    """All dependency edges. "stream" edges (previous enqueued op of the same stream) are
+    derived here in bulk rather than recorded op by op in the event loop."""
+    rows = np.flatnonzero(enqueued)
+    streams = np.asarray(stream, dtype=np.int64)[rows]
+    order = np.argsort(streams, kind="stable")
+    rows, streams = rows[order], streams[order]
+    same = streams[1:] == streams[:-1]
+    src = np.concatenate([rows[:-1][same], np.asarray(deps[0], dtype=np.int64)])
+    dst = np.concatenate([rows[1:][same], np.asarray(deps[1], dtype=np.int64)])
+    kind = np.concatenate(
+        [np.full(int(same.sum()), _STREAM_DEP), np.asarray(deps[2], dtype=np.int64)]
+    )
+    return {
+        "dep_src": src.astype(np.int32),
+        "dep_dst": dst.astype(np.int32),
+        "dep_kind": kind.astype(np.int8),
+    }
+
+
+def build_timeline(run: RunState, name: str) -> Timeline:
+    """The simulated Timeline: one row per program op, row == program index."""
+    plan, preset, n = run.plan, run.preset, run.n
+    solo = np.asarray(plan.solo, dtype=np.int64)
+    enqueued = np.asarray(plan.run, dtype=np.int8) >= 0
+    solo[~enqueued] = NO_TIME
+    return Timeline(
+        index=np.arange(n, dtype=np.int64),
+        kind=np.asarray(plan.kind, dtype=np.int8),
+        stream=np.asarray(plan.stream, dtype=np.int16),
+        engine=_column(run.engine, np.int16),
+        issue_start=_column(run.issue_start, np.int64),
+        issue_end=_column(run.issue_end, np.int64),
+        start=_column(run.start, np.int64),
+        end=_column(run.end, np.int64),
+        solo_ns=solo,
+        bytes=np.asarray(plan.nbytes, dtype=np.int64),
+        labels=plan.labels,
+        stream_names=list(plan.stream_names),
+        engine_names=[*run.copies.names, "Compute"],
+        **dep_columns(plan.stream, enqueued, run.deps),
+        occupancy_time=np.asarray(run.blocks.occupancy_time, dtype=np.int64),
+        occupancy_sms=np.asarray(run.blocks.occupancy_sms, dtype=np.int32),
+        sm_count=preset.sm_count,
+        source="simulated",
+        device=preset.name,
+        name=name,
+        meta={
+            "preset": preset.name,
+            "serial_ns": int(solo[enqueued].sum()),
+            "connections": preset.connections or len(plan.stream_names),
+        },
+    )

@@ -1,0 +1,255 @@
+"""The state of one simulation: the host thread, streams, events and dependency bookkeeping.
+
+``RunState`` issues the host program (see the simulator module docstring for the semantics)
+and puts each enqueued op, with the ops it must wait for, on its hardware queue;
+``simulator._Run`` adds the queues' draining, the engines and the event loop.
+"""
+
+from __future__ import annotations
+
+import itertools
+from array import array
+from collections import deque
+
+from swimlanes.engine.blocks import BlockScheduler
+from swimlanes.engine.copies import CopyEngines
+from swimlanes.engine.plan import (
+    BARRIER,
+    BUSY,
+    ENQ,
+    ENQ_BARRIER,
+    ENQ_STAGE,
+    ENQ_WAIT,
+    ENQUEUED,
+    STREAM_BLOCKING,
+    STREAM_LEGACY,
+    WAIT_ALL,
+    WAIT_EVENT,
+    WAIT_STREAM,
+    K,
+    Plan,
+)
+from swimlanes.engine.presets import DevicePreset
+from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME
+
+HOST = -1  # waiter id of the host thread
+INF = 1 << 62
+_DEP = {k: n for n, k in enumerate(DEP_KINDS)}
+EVENT_WAIT, EVENT_RECORD, KERNEL = K["event_wait"], K["event_record"], K["kernel"]
+
+
+def _times(n: int) -> array:
+    return array("q", [NO_TIME]) * n
+
+
+class RunState:
+    """Columns, queues and stream bookkeeping of one simulation."""
+
+    def __init__(self, plan: Plan, preset: DevicePreset, progress, cancel) -> None:
+        n = len(plan.kind)
+        self.plan, self.preset, self.n = plan, preset, n
+        self.progress, self.cancel = progress, cancel
+        # Result columns as raw int64 arrays: no Python int object kept per time, and numpy
+        # takes them over without a copy.
+        self.issue_start = _times(n)
+        self.issue_end = _times(n)
+        self.start = _times(n)
+        self.end = _times(n)
+        self.done = [-1] * n  # when each op's completion is visible to dependents
+        self.engine = array("h", [-1]) * n
+        self.deps: tuple[list[int], list[int], list[int]] = ([], [], [])
+        self.heap: list = []
+        seq = itertools.count()
+        self.next_seq = seq.__next__
+        self.copies = CopyEngines(preset, self.heap, self.next_seq, self.start)
+        self.blocks = BlockScheduler(preset, self.heap, self.next_seq, self.start)
+        self.compute_engine = len(self.copies.names)
+        self.copy_pools = [self.copies.ready[0], self.copies.ready[-1]]  # by direction
+        n_streams = len(plan.stream_names)
+        self.queues: list[deque] = [deque() for _ in range(plan.queue_count)]
+        self.queue_last_stream = [-1] * plan.queue_count
+        self.queue_prev_pop = [-1] * plan.queue_count
+        self.queue_prev_pop_t = [-1] * plan.queue_count
+        self.launch_latency = round(preset.kernel_launch_latency_us * 1000.0)
+        self.track_queue_delay = plan.shared_queues
+        self.waiters: dict[int, list[int]] = {}
+        self.todo: list[int] = []
+        self.tail = [-1] * n_streams
+        self.covered = [-1] * n_streams  # tail of each blocking stream the default stream waited on
+        self.seen_default = [-1] * n_streams
+        self.seen_barrier = [0] * n_streams
+        self.event_edges: list[list[int]] = [[] for _ in range(n_streams)]
+        self.quiet = [False] * n_streams  # True: next op needs only stream order (fast path)
+        self.last_default = -1
+        self.barrier_id = 0
+        self.barrier_ops: list[int] = []
+        self.last_record: dict[str, int] = {}
+        self.host_i = 0  # next op whose call takes effect at host_t
+        self.host_t = plan.cost[0] if n else INF
+        self.host_wait: list[int] | None = None
+        self.dirty = 0  # engines with new work (bits set by simulator._Run.dispatch)
+        self.signal_delay = preset.completion_signal_delay
+        self.groups: dict[int, list] = {}  # kernel -> [running, deferred ops] (signal delay)
+        self.last_kernel: tuple[int, int, list] = (-2, -1, [0, []])  # (op, stream, group)
+        if n:
+            self.issue_start[0] = 0
+
+    # -- dependencies ---------------------------------------------------------------------------
+    def edge(self, src: int, dst: int, kind: str) -> None:
+        self.deps[0].append(src)
+        self.deps[1].append(dst)
+        self.deps[2].append(_DEP[kind])
+
+    def stream_deps(self, i: int, s: int, kind: int, p: int) -> tuple[int, ...]:
+        """Ops that must complete before op ``i`` on stream ``s`` may start; records edges.
+
+        ``p`` is the previous op of the stream. The common case (a plain op on a blocking or
+        non-blocking stream with nothing new to wait for) is handled by the caller.
+        """
+        plan, edge = self.plan, self.edge
+        deps = [p] if p >= 0 else []
+        if kind == EVENT_WAIT:
+            r = self.last_record.get(plan.event.get(i), -1)
+            if r >= 0:
+                deps.append(r)
+                self.event_edges[s].append(r)
+        elif self.event_edges[s]:
+            for r in self.event_edges[s]:
+                edge(r, i, "event")
+            self.event_edges[s] = []
+        klass = plan.stream_class[s]
+        if klass == STREAM_LEGACY:
+            for b, c in enumerate(plan.stream_class):
+                t = self.tail[b]
+                if c == STREAM_BLOCKING and t >= 0 and t != self.covered[b]:
+                    deps.append(t)
+                    edge(t, i, "default_stream")
+                    self.covered[b] = t
+            self.last_default = i
+            for b, c in enumerate(plan.stream_class):
+                if c == STREAM_BLOCKING:
+                    self.quiet[b] = False
+        elif klass == STREAM_BLOCKING:
+            ld = self.last_default
+            if ld >= 0 and ld != self.seen_default[s]:
+                self.seen_default[s] = ld
+                deps.append(ld)
+                edge(ld, i, "default_stream")
+        if self.seen_barrier[s] != self.barrier_id:
+            self.seen_barrier[s] = self.barrier_id
+            for b in self.barrier_ops:
+                if b != p and b != i:
+                    deps.append(b)
+                    edge(b, i, "default_stream")
+        self.quiet[s] = klass != STREAM_LEGACY and not self.event_edges[s]
+        return tuple(deps)
+
+    def set_barrier(self) -> None:
+        """Device-wide implicit synchronisation: later work waits for all work issued so far."""
+        done = self.done
+        self.barrier_ops = [t for t in self.tail if t >= 0 and done[t] < 0]
+        self.barrier_id += 1
+        self.quiet[:] = [False] * len(self.quiet)
+
+    # -- host thread ----------------------------------------------------------------------------
+    def host_step(self, t: int) -> None:
+        """The call of op ``host_i`` takes effect at ``t`` (its issue cost already spent)."""
+        plan, i = self.plan, self.host_i
+        h = plan.host[i]
+        if h == ENQ:  # the common case, kept short: enqueue and return at once
+            self.enqueue(i, t)
+            self.issue_end[i] = t
+            i += 1
+            self.host_i = i
+            if i < self.n:
+                self.issue_start[i] = t
+                self.host_t = t + plan.cost[i]
+            else:
+                self.host_t = INF
+            return
+        wait: list[int] = []
+        busy = 0
+        if plan.kind[i] in ENQUEUED:
+            if h == ENQ_BARRIER:
+                self.set_barrier()
+            self.enqueue(i, t)
+            if h == ENQ_WAIT:
+                wait = [i]
+            elif h == ENQ_STAGE:
+                busy = plan.stage[i]
+            elif h == ENQ_BARRIER:
+                self.barrier_ops = [i]
+                self.barrier_id += 1
+                self.quiet[:] = [False] * len(self.quiet)
+        elif h == WAIT_STREAM:
+            s = plan.stream[i]
+            wait = [self.tail[s]] if s >= 0 and self.tail[s] >= 0 else []
+        elif h == WAIT_EVENT:
+            r = self.last_record.get(plan.event.get(i), -1)
+            wait = [r] if r >= 0 else []
+        elif h == WAIT_ALL:
+            wait = [x for x in self.tail if x >= 0]
+        elif h == BUSY:
+            busy = plan.solo[i]
+        elif h == BARRIER:
+            self.set_barrier()
+        if wait:
+            self.host_wait = wait
+            self.host_t = INF
+            self.check_host(t)
+        else:
+            self.host_return(t + busy, -1)
+
+    def check_host(self, t: int) -> None:
+        done = self.done
+        wait = self.host_wait
+        for x in wait:
+            if done[x] < 0:
+                self.waiters.setdefault(x, []).append(HOST)
+                return
+        last = max(wait, key=done.__getitem__)
+        self.host_wait = None
+        self.host_return(t, last)
+
+    def host_return(self, t: int, released_by: int) -> None:
+        i = self.host_i
+        self.issue_end[i] = t
+        if released_by >= 0 and released_by != i:
+            self.edge(released_by, i, "host")
+        i += 1
+        self.host_i = i
+        if i < self.n:
+            self.issue_start[i] = t
+            self.host_t = t + self.plan.cost[i]
+        else:
+            self.host_t = INF
+
+    # -- queues ---------------------------------------------------------------------------------
+    def enqueue(self, i: int, t: int) -> None:
+        plan = self.plan
+        s, kind = plan.stream[i], plan.kind[i]
+        p = self.tail[s]
+        if self.quiet[s] and kind != EVENT_WAIT:
+            deps: tuple[int, ...] = (p,) if p >= 0 else ()
+        else:
+            deps = self.stream_deps(i, s, kind, p)
+        self.tail[s] = i
+        if kind == EVENT_RECORD:
+            self.last_record[plan.event.get(i)] = i
+        q = plan.queue[i]
+        queue = self.queues[q]
+        queue.append((i, deps, t + self.launch_latency if kind == KERNEL else t, t))
+        if len(queue) == 1:
+            self.todo.append(q)
+
+    def group_kernel(self, i: int, s: int) -> None:
+        """Fermi's delayed completion signal: a kernel launched (its dependencies met) right
+        after the kernel issued just before it, from another stream, while that one's group is
+        still running joins the group; a group signals when its last member ends. Deciding at
+        launch keeps a kernel that depends on the group out of it."""
+        prev, prev_stream, group = self.last_kernel
+        if not (prev == i - 1 and prev_stream != s and group[0] > 0):
+            group = [0, []]
+        group[0] += 1
+        self.groups[i] = group
+        self.last_kernel = (i, s, group)

@@ -1,0 +1,77 @@
+"""Engine speed: simulate generated pipelines of 1e3..1e6 ops over 8 streams.
+
+Prints one JSON line per size: {"bench": "engine", "ops", "seconds", "ops_per_s", "cpu_seconds",
+"peak_mb"} (peak resident memory of the whole process, pipeline included).
+Each size runs in its own subprocess so that peak memory (ru_maxrss) is that size's alone.
+Usage: bench_engine.py [SIZE ...]   (default 1000 10000 100000 1000000)
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+
+SIZES = (1_000, 10_000, 100_000, 1_000_000)
+STREAMS = 8
+
+
+def make_pipeline(n_ops: int):
+    """A realistic mix: per stream H2D, kernel, D2H chunks, with events linking streams."""
+    from swimlanes.model.document import Op, Pipeline, Stream
+
+    streams = [Stream(f"s{k}") for k in range(STREAMS)]
+    program: list[Op] = []
+    k = 0
+    while len(program) < n_ops:
+        s = f"s{k % STREAMS}"
+        program.append(Op("h2d", stream=s, bytes=1 << 20))
+        program.append(Op("kernel", stream=s, blocks=264, threads=256, duration_us=20.0))
+        program.append(Op("event_record", stream=s, event=f"e{k % STREAMS}"))
+        program.append(Op("event_wait", stream=f"s{(k + 1) % STREAMS}", event=f"e{k % STREAMS}"))
+        program.append(Op("kernel", stream=s, blocks=132, threads=512, duration_us=10.0))
+        program.append(Op("d2h", stream=s, bytes=1 << 20))
+        k += 1
+    return Pipeline(name=f"bench {n_ops}", streams=streams, program=program[:n_ops])
+
+
+def measure(n_ops: int) -> dict:
+    import resource
+    import time
+
+    from swimlanes.engine import simulate
+
+    pipeline = make_pipeline(n_ops)
+    t0, c0 = time.perf_counter(), time.process_time()
+    timeline = simulate(pipeline, "h200")
+    seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
+    assert len(timeline) == n_ops
+    peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    return {
+        "bench": "engine",
+        "ops": n_ops,
+        "seconds": round(seconds, 3),
+        "ops_per_s": round(n_ops / seconds),
+        "cpu_seconds": round(cpu, 3),  # less disturbed than wall time on a shared machine
+        "peak_mb": round(peak_kb / 1024.0, 1),
+    }
+
+
+def main(argv: list[str]) -> int:
+    if len(argv) == 2 and argv[0] == "--one":
+        print(json.dumps(measure(int(argv[1]))), flush=True)
+        return 0
+    sizes = [int(a) for a in argv] or list(SIZES)
+    for n in sizes:
+        out = subprocess.run(
+            [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True
+        )
+        if out.returncode != 0:
+            print(out.stderr, file=sys.stderr)
+            return out.returncode
+        print(out.stdout.strip(), flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
