@@ -47,7 +47,8 @@ CATEGORY_COLOUR: dict[str, str] = {
     "Sync": OKABE_ITO["vermillion"],
     "Host work": OKABE_ITO["blue"],
     "Host function": OKABE_ITO["blue"],
-    "Memory": OKABE_ITO["grey"],
+    # Darker than memset's grey so the legend tells the two apart.
+    "Memory": "#4D4D4D",
 }
 
 #: Palette/tool names of op kinds.
@@ -83,6 +84,7 @@ def text_colour_on(background: QColor) -> QColor:
 def is_dark_theme() -> bool:
     """Whether the system palette is dark (window colour darker than its text)."""
     pal = QGuiApplication.palette()
-    return pal.color(QPalette.ColorRole.Window).lightness() < pal.color(
-        QPalette.ColorRole.WindowText
-    ).lightness()
+    return (
+        pal.color(QPalette.ColorRole.Window).lightness()
+        < pal.color(QPalette.ColorRole.WindowText).lightness()
+    )

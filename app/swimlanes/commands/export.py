@@ -1,0 +1,159 @@
+"""``swimlanes export INPUT -o OUT``: a timeline as PNG, SVG, PDF, Chrome trace JSON or CSV.
+
+INPUT is a pipeline (simulated here) or a measurement/trace; ``--measured`` adds a measured
+run. OUT's extension picks the format. Images need no display (Qt runs offscreen).
+"""
+
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+from pathlib import Path
+
+from swimlanes.cli import CommandError
+from swimlanes.model.document import Pipeline
+from swimlanes.timeline.timeline import Timeline
+
+IMAGE_FORMATS = (".png", ".svg", ".pdf")
+DATA_FORMATS = (".json", ".csv")
+FORMATS = IMAGE_FORMATS + DATA_FORMATS
+PIPELINE_FORMAT = "swimlanes-pipeline"
+
+
+def is_pipeline_file(path: Path) -> bool:
+    """Whether ``path`` holds a pipeline (rather than a run or trace), from its first bytes."""
+    try:
+        with path.open("rb") as f:
+            head = f.read(4096)
+    except OSError as err:
+        raise CommandError(f"cannot read {path}: {err.strerror or err}") from None
+    if head[:2] == b"\x1f\x8b":  # gzip: only traces are gzipped
+        return False
+    text = head.decode("utf-8", errors="replace").replace(" ", "").replace("\n", "")
+    at = text.find('"format":"')
+    if at >= 0:  # the first format key is the document's (a run embeds its pipeline later)
+        return text[at + 10 :].startswith(f'{PIPELINE_FORMAT}"')
+    if '"traceEvents"' in text:
+        return False
+    # an unlabelled document: a pipeline has a program, a trace has events
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
+        return False
+    return isinstance(data, dict) and "program" in data
+
+
+def _load_trace(path: Path) -> tuple[Timeline, Pipeline | None]:
+    from swimlanes.timeline.io import load_timeline_any
+    from swimlanes.timeline.trace_import import TraceError
+
+    if not path.is_file():
+        raise CommandError(f"no such file: {path}")
+    try:
+        return load_timeline_any(path)
+    except (TraceError, ValueError, OSError, gzip.BadGzipFile) as err:
+        raise CommandError(f"cannot open {path.name}: {err}") from None
+
+
+def load_inputs(
+    args: argparse.Namespace,
+) -> tuple[Timeline | None, Timeline | None, str, Pipeline | None]:
+    """(simulated, measured, title, pipeline if known) from INPUT and ``--measured``."""
+    from swimlanes.commands.simulate import simulate_file
+
+    path = Path(args.input)
+    if not path.is_file():
+        raise CommandError(f"no such file: {path}")
+    simulated = measured = None
+    if is_pipeline_file(path):
+        pipeline, simulated = simulate_file(path, args.device)
+        title = pipeline.name
+    else:
+        tl, pipeline = _load_trace(path)
+        title = (pipeline.name if pipeline is not None else "") or tl.name or path.stem
+        if tl.source == "measured":
+            measured = tl
+            if pipeline is not None and args.view != "measured":
+                simulated = _simulate(pipeline, args.device)
+        else:
+            simulated = tl
+    if args.measured:
+        if measured is not None:
+            raise CommandError(f"{path.name} is already a measurement; --measured adds a second")
+        measured, _ = _load_trace(Path(args.measured))
+    return simulated, measured, title, pipeline
+
+
+def _simulate(pipeline: Pipeline, requested: str | None) -> Timeline:
+    from swimlanes.commands.simulate import device_choice
+    from swimlanes.engine import get_preset, simulate
+
+    try:
+        return simulate(pipeline, get_preset(device_choice(pipeline, requested)))
+    except ValueError as err:
+        raise CommandError(f"cannot simulate the run's pipeline: {err}") from None
+
+
+def choose_view(
+    view: str, simulated: Timeline | None, measured: Timeline | None
+) -> tuple[Timeline | None, Timeline | None]:
+    """The timelines ``--view`` asks for; a missing one is a clear error."""
+    if view == "auto":
+        return simulated, measured
+    if view in ("simulated", "both") and simulated is None:
+        raise CommandError(f"--view {view} needs a pipeline to simulate (INPUT is a measurement)")
+    if view in ("measured", "both") and measured is None:
+        raise CommandError(f"--view {view} needs a measured run: pass --measured RUN.json")
+    if view == "simulated":
+        return simulated, None
+    if view == "measured":
+        return None, measured
+    return simulated, measured
+
+
+def run(args: argparse.Namespace) -> int:
+    out = Path(args.output)
+    suffix = out.suffix.lower()
+    if suffix not in FORMATS:
+        raise CommandError(
+            f"cannot export to '{suffix or out.name}': use one of {', '.join(FORMATS)}"
+        )
+    if not out.parent.is_dir():
+        raise CommandError(f"no such folder: {out.parent}")
+    if suffix in IMAGE_FORMATS and not 400 <= args.width <= 16000:
+        raise CommandError(f"--width {args.width}: use 400 to 16000 pixels")
+    sim_all, meas_all, title, pipeline = load_inputs(args)
+    simulated, measured = choose_view(args.view, sim_all, meas_all)
+    timelines = [tl for tl in (simulated, measured) if tl is not None]
+    if suffix in IMAGE_FORMATS:
+        from swimlanes.ui.export_image import export_image
+        from swimlanes.ui.gantt.rows import stream_info_of
+
+        stream_info = stream_info_of(pipeline) if pipeline is not None else None
+
+        try:
+            export_image(
+                out, simulated, measured, width=args.width, title=title, stream_info=stream_info
+            )
+        except (ValueError, OSError) as err:
+            raise CommandError(str(err)) from None
+        what = " and ".join(tl.source for tl in timelines)
+        print(
+            f"wrote {out} ({suffix[1:].upper()}, {what} chart{'s' if len(timelines) > 1 else ''})"
+        )
+        return 0
+    try:
+        if suffix == ".json":
+            from swimlanes.timeline.chrome_trace import write_chrome_trace
+
+            write_chrome_trace(timelines, out)
+        else:
+            from swimlanes.timeline.csv_export import write_op_csv
+
+            write_op_csv(timelines, out)
+    except OSError as err:
+        raise CommandError(f"cannot write {out}: {err.strerror or err}") from None
+    n = sum(len(tl) for tl in timelines)
+    print(f"wrote {out} ({suffix[1:].upper()}, {len(timelines)} timeline(s), {n} ops)")
+    return 0

@@ -1,0 +1,472 @@
+"""What a Gantt chart shows, as numpy arrays: rows, bars, SM occupancy (no Qt in here).
+
+The chart widget and the image exporter both draw from a :class:`ChartRows`, so the two agree.
+Times are float microseconds relative to the timeline's ``t0``: absolute nanosecond clocks
+(1e18) lose precision in the float coordinates of a graphics scene.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from swimlanes.model.document import OP_KINDS
+from swimlanes.timeline.timeline import NO_TIME, Timeline
+
+HOST_ROW = "host"
+COMPUTE_ROW = "compute"
+
+#: Categories in legend order; an op kind maps to one through swimlanes.ui.style.OP_CATEGORY.
+_KERNEL = OP_KINDS.index("kernel")
+
+
+def stream_row(name: str) -> str:
+    """The row key of a stream."""
+    return f"stream:{name}"
+
+
+def engine_row(name: str) -> str:
+    """The row key of an engine."""
+    return f"engine:{name}"
+
+
+#: How a stream's kind reads in its row title (plain blocking streams need no note).
+_STREAM_KIND_TEXT = {
+    "legacy_default": "legacy",
+    "per_thread_default": "per-thread",
+    "non_blocking": "non-blocking",
+}
+
+
+def stream_info_of(pipeline: Any) -> dict[str, dict[str, Any]]:
+    """Stream name -> {"kind", "priority"} from a pipeline, for the row titles."""
+    return {s.name: {"kind": s.kind, "priority": s.priority} for s in pipeline.all_streams}
+
+
+def row_title(key: str, stream_info: dict[str, dict] | None = None) -> str:
+    """The text heading a row: "Host", the stream's name (kind, priority), the engine's name."""
+    if key == HOST_ROW:
+        return "Host"
+    if key == COMPUTE_ROW:
+        return "Compute (SMs)"
+    kind, _, name = key.partition(":")
+    if kind == "stream":
+        info = (stream_info or {}).get(name) or {}
+        extras = []
+        kind_text = _STREAM_KIND_TEXT.get(str(info.get("kind", "")), "")
+        if kind_text:
+            extras.append(kind_text)
+        if info.get("priority") not in (None, 0):
+            extras.append(f"prio {info['priority']}")
+        return f"{name} ({', '.join(extras)})" if extras else name
+    return name
+
+
+@dataclass
+class ChartRows:
+    """Rows and bars of one timeline, ready to draw.
+
+    ``bar_*`` arrays hold one bar per (op, row) pair: an op has a bar on the host row (its API
+    call), on its stream row and on its engine row (kernels go to the SM occupancy row instead).
+    ``bar_op`` is the timeline row of the op (``Timeline.index[bar_op]`` is its program index).
+    """
+
+    timeline: Timeline | None
+    keys: list[str]
+    titles: list[str]
+    t0: int = 0
+    bar_x0: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    bar_x1: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    bar_row: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    bar_op: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int32))
+    bar_kind: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int8))
+    compute_row: int | None = None
+    #: Step function of SM occupancy: value occ_frac[i] holds from occ_x[i] to occ_x[i + 1].
+    occ_x: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    occ_frac: np.ndarray = field(default_factory=lambda: np.zeros(0))
+    occ_capacity: int = 0
+
+    @property
+    def span_us(self) -> float:
+        """The time from t0 to the last bar's end (0 when empty)."""
+        ends = [a.max() for a in (self.bar_x1, self.occ_x) if len(a)]
+        return float(max(ends)) if ends else 0.0
+
+    def row_of(self, key: str) -> int | None:
+        try:
+            return self.keys.index(key)
+        except ValueError:
+            return None
+
+
+def _us(values: np.ndarray, t0: int) -> np.ndarray:
+    """µs from ``t0``; subtract in int64 first (a float64 of epoch ns is only 256 ns exact)."""
+    out = (values - t0).astype(np.float64)
+    out /= 1000.0
+    return out
+
+
+def timeline_row_keys(tl: Timeline) -> tuple[list[str], int | None]:
+    """The rows a timeline needs in their natural order, and the index of its compute engine.
+
+    The compute engine is the engine that kernels run on; it is drawn as SM occupancy.
+    """
+    compute_engine = None
+    kernels = (tl.kind == _KERNEL) & (tl.engine >= 0)
+    if kernels.any():
+        compute_engine = int(np.bincount(tl.engine[kernels]).argmax())
+    used_engines = set(np.unique(tl.engine[tl.engine >= 0]).tolist())
+    keys = [HOST_ROW]
+    keys += [stream_row(n) for n in tl.stream_names]  # declared streams, even idle ones
+    keys += [
+        engine_row(n)
+        for i, n in enumerate(tl.engine_names)
+        if i in used_engines and i != compute_engine
+    ]
+    if compute_engine is not None or len(tl.occupancy_time):
+        keys.append(COMPUTE_ROW)
+    return keys, compute_engine
+
+
+def build_rows(
+    tl: Timeline | None,
+    layout: list[str] | None = None,
+    stream_info: dict[str, dict[str, Any]] | None = None,
+) -> ChartRows:
+    """Lay a timeline out on rows; ``layout`` forces row order (extra rows go at the end).
+
+    ``stream_info`` (name -> kind, priority) labels the stream rows; without it the
+    timeline's ``meta["streams"]`` is used when present.
+    """
+    if tl is None:
+        keys = list(layout or [])
+        return ChartRows(None, keys, [row_title(k, stream_info) for k in keys])
+    natural, compute_engine = timeline_row_keys(tl)
+    keys = list(layout) if layout else []
+    keys += [k for k in natural if k not in keys]
+    info = stream_info
+    if info is None and isinstance(tl.meta.get("streams"), dict):
+        info = tl.meta["streams"]
+    out = ChartRows(tl, keys, [row_title(k, info) for k in keys], t0=tl.t0)
+    index = {k: i for i, k in enumerate(keys)}
+    n = len(tl)
+    ops = np.arange(n, dtype=np.int32)
+    parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
+
+    has_issue = (tl.issue_start != NO_TIME) & (tl.issue_end != NO_TIME)
+    host = np.full(n, index[HOST_ROW], np.int32)
+    parts.append(
+        (tl.issue_start[has_issue], tl.issue_end[has_issue], host[has_issue], ops[has_issue])
+    )
+
+    on_device = tl.on_device
+    stream_map = np.array([index.get(stream_row(s), -1) for s in tl.stream_names] + [-1], np.int32)
+    rows = stream_map[tl.stream]  # stream -1 picks the trailing -1
+    sel = on_device & (rows >= 0)
+    parts.append((tl.start[sel], tl.end[sel], rows[sel], ops[sel]))
+
+    engine_keys = [
+        COMPUTE_ROW if i == compute_engine else engine_row(e) for i, e in enumerate(tl.engine_names)
+    ]
+    engine_map = np.array([index.get(k, -1) for k in engine_keys] + [-1], np.int32)
+    rows = engine_map[tl.engine]
+    sel = (
+        on_device
+        & (rows >= 0)
+        & (tl.engine != (compute_engine if compute_engine is not None else -2))
+    )
+    parts.append((tl.start[sel], tl.end[sel], rows[sel], ops[sel]))
+
+    starts = np.concatenate([p[0] for p in parts])
+    order = np.argsort(starts, kind="stable")
+    out.bar_x0 = _us(starts[order], out.t0)
+    out.bar_x1 = _us(np.concatenate([p[1] for p in parts])[order], out.t0)
+    np.maximum(out.bar_x1, out.bar_x0, out=out.bar_x1)
+    out.bar_row = np.concatenate([p[2] for p in parts])[order].astype(np.int32, copy=False)
+    out.bar_op = np.concatenate([p[3] for p in parts])[order].astype(np.int32, copy=False)
+    out.bar_kind = tl.kind[out.bar_op] if n else np.zeros(0, np.int8)
+    if COMPUTE_ROW in index:
+        out.compute_row = index[COMPUTE_ROW]
+        _fill_occupancy(out, tl)
+        if not len(tl.occupancy_time):
+            out.titles[out.compute_row] = "Compute (kernels)"
+    return out
+
+
+def _fill_occupancy(out: ChartRows, tl: Timeline) -> None:
+    """SM occupancy from the timeline, or (measured runs often lack it) concurrent kernels."""
+    if len(tl.occupancy_time):
+        order = np.argsort(tl.occupancy_time, kind="stable")
+        x = _us(tl.occupancy_time[order], out.t0)
+        sms = tl.occupancy_sms[order].astype(np.float64)
+        cap = tl.sm_count if tl.sm_count > 0 else int(max(sms.max(), 1))
+    else:
+        k = (tl.kind == _KERNEL) & tl.on_device
+        if not k.any():
+            return
+        times = np.concatenate([tl.start[k], tl.end[k]])
+        delta = np.concatenate([np.ones(k.sum()), -np.ones(k.sum())])
+        order = np.lexsort((delta, times))  # ends before starts at the same time
+        x = _us(times[order], out.t0)
+        sms = np.cumsum(delta[order])
+        cap = int(max(sms.max(), 1))
+    out.occ_x = x
+    out.occ_frac = np.clip(sms / cap, 0.0, 1.0)
+    out.occ_capacity = cap
+
+
+@dataclass
+class VisibleBars:
+    """Bars inside a view, in pixels. ``op`` is -1 for merged sub-pixel runs."""
+
+    px0: np.ndarray
+    px1: np.ndarray
+    row: np.ndarray
+    op: np.ndarray
+    kind: np.ndarray
+
+
+def cull_bars(
+    x0: np.ndarray,
+    x1: np.ndarray,
+    row: np.ndarray,
+    op: np.ndarray,
+    max_width: float,
+    view: tuple[float, float],
+    px_per_unit: float,
+    px_offset: float,
+    n_rows: int,
+    merge_below_px: float = 2.0,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Bars of one colour (``x0`` sorted) that touch ``view``, mapped to pixel x.
+
+    Bars narrower than ``merge_below_px`` are painted into per-row pixel columns and merged
+    into runs, so a million bars cost at most a few rectangles per row and pixel column.
+    Returns (px0, px1, row, op) with op -1 for merged runs.
+    """
+    lo = int(np.searchsorted(x0, view[0] - max_width, "left"))
+    hi = int(np.searchsorted(x0, view[1], "right"))
+    a, b, r, o = x0[lo:hi], x1[lo:hi], row[lo:hi], op[lo:hi]
+    keep = b >= view[0]
+    if not keep.all():
+        a, b, r, o = a[keep], b[keep], r[keep], o[keep]
+    p0 = a * px_per_unit + px_offset
+    p1 = b * px_per_unit + px_offset
+    narrow = (p1 - p0) < merge_below_px
+    if narrow.sum() < 256:
+        return p0, p1, r, o
+    wide = ~narrow
+    left = float(np.floor(p0[narrow].min()))
+    right = max(float(p1[narrow].max()), left + 1)
+    width = int(np.ceil(right - left)) + 2
+    if width > 1_000_000:  # not a sane screen; fall back to plain bars
+        return p0, p1, r, o
+    cov = np.zeros((n_rows, width + 1), np.int8)
+    c0 = np.floor(p0[narrow] - left).astype(np.int64) + 1
+    c1 = np.floor(p1[narrow] - left).astype(np.int64) + 1
+    rn = r[narrow]
+    cov[rn, c0] = 1
+    cov[rn, (c0 + c1) // 2] = 1
+    cov[rn, c1] = 1
+    cov[:, -1] = 0
+    cov[:, 0] = 0
+    d = np.diff(cov, axis=1)
+    sr, sc = np.nonzero(d == 1)
+    _, ec = np.nonzero(d == -1)
+    mp0 = sc + left
+    mp1 = ec + left
+    return (
+        np.concatenate([p0[wide], mp0]),
+        np.concatenate([p1[wide], mp1]),
+        np.concatenate([r[wide], sr.astype(r.dtype)]),
+        np.concatenate([o[wide], np.full(len(sr), -1, o.dtype)]),
+    )
+
+
+# -- time formatting and ticks ------------------------------------------------------------------
+
+_UNITS = ((1e9, "s"), (1e6, "ms"), (1e3, "µs"), (1.0, "ns"))
+
+
+def time_unit(span_ns: float) -> tuple[float, str]:
+    """The unit (ns per unit, name) that shows ``span_ns`` as a number from 1 to 1000."""
+    for scale, name in _UNITS:
+        if abs(span_ns) >= scale:
+            return scale, name
+    return 1.0, "ns"
+
+
+def format_duration(ns: float) -> str:
+    """``1.25 ms``, ``830 ns``: three significant figures in the unit that fits."""
+    scale, name = time_unit(ns)
+    v = ns / scale
+    if name == "ns":
+        return f"{v:.0f} ns"
+    return f"{v:.3g} {name}" if abs(v) < 100 else f"{v:.1f} {name}".replace(".0 ", " ")
+
+
+def nice_ticks(lo: float, hi: float, approx: int = 8) -> np.ndarray:
+    """Round tick positions (1, 2, 5 x 10^k) covering [lo, hi]."""
+    span = hi - lo
+    if not np.isfinite(span) or span <= 0:
+        return np.array([lo])
+    raw = span / max(approx, 1)
+    mag = 10 ** np.floor(np.log10(raw))
+    step = next(m * mag for m in (1, 2, 5, 10) if m * mag >= raw)
+    first = np.ceil(lo / step) * step
+    return np.arange(first, hi + step * 1e-9, step) + 0.0  # no "-0" tick
+
+
+def tick_label(value_ns: float, unit: tuple[float, str], step_ns: float) -> str:
+    """A tick's text in ``unit`` with just enough decimals for ``step_ns``."""
+    scale, name = unit
+    digits = max(0, int(-np.floor(np.log10(step_ns / scale) + 1e-9))) if step_ns > 0 else 0
+    return f"{value_ns / scale:.{min(digits, 6)}f}"
+
+
+def _anchor(rows: ChartRows, op: int, at_end: bool) -> tuple[float, float] | None:
+    """Where an arrow meets an op: its stream bar if it ran on the device, else its API call."""
+    tl = rows.timeline
+    assert tl is not None
+    if tl.start[op] != NO_TIME and tl.end[op] != NO_TIME and tl.stream[op] >= 0:
+        row = rows.row_of(stream_row(tl.stream_names[int(tl.stream[op])]))
+        t = tl.end[op] if at_end else tl.start[op]
+    else:
+        row = rows.row_of(HOST_ROW)
+        t = tl.issue_end[op] if at_end else tl.issue_start[op]
+    if row is None or t == NO_TIME:
+        return None
+    return (int(t) - rows.t0) / 1000.0, row + 0.5
+
+
+def dependency_segments(
+    rows: ChartRows, ops: np.ndarray, limit: int = 400
+) -> list[tuple[float, float, float, float, int]]:
+    """Arrows (x0, y0, x1, y1, dep kind) into and out of the given timeline rows."""
+    tl = rows.timeline
+    if tl is None or not len(ops) or not len(tl.dep_src):
+        return []
+    touch = np.isin(tl.dep_src, ops) | np.isin(tl.dep_dst, ops)
+    out = []
+    for e in np.flatnonzero(touch)[:limit].tolist():
+        a = _anchor(rows, int(tl.dep_src[e]), at_end=True)
+        b = _anchor(rows, int(tl.dep_dst[e]), at_end=False)
+        if a is not None and b is not None:
+            out.append((a[0], a[1], b[0], b[1], int(tl.dep_kind[e])))
+    return out
+
+
+def human_bytes(n: int) -> str:
+    """``64 MiB``, ``1.5 KiB``, ``512 B``."""
+    value = float(n)
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
+        value /= 1024
+    return f"{n} B"
+
+
+def occupancy_tooltip(rows: ChartRows, x_us: float) -> str:
+    """What hovering the compute row at ``x_us`` shows: SMs (or kernels) busy then."""
+    if rows.compute_row is None or not len(rows.occ_x) or x_us < rows.occ_x[0]:
+        return ""
+    i = int(np.searchsorted(rows.occ_x, x_us, "right")) - 1
+    frac = float(rows.occ_frac[min(i, len(rows.occ_frac) - 1)])
+    busy = round(frac * rows.occ_capacity)
+    at = f"at {format_duration(x_us * 1000.0)}"
+    tl = rows.timeline
+    if tl is not None and len(tl.occupancy_time):
+        return f"{busy} of {rows.occ_capacity} SMs busy ({frac * 100:.0f} %) {at}"
+    return f"{busy} kernel{'s' if busy != 1 else ''} running {at}"
+
+
+def op_tooltip(tl: Timeline, op: int) -> str:
+    """What hovering an op shows: op, stream, start, end, duration, bytes and achieved GB/s."""
+    t0 = tl.t0
+    kind = tl.op_kind(op)
+    label = tl.labels[op] or kind.replace("_", " ")
+    lines = [f"{label}  [{kind}, op #{int(tl.index[op])}]"]
+    where = []
+    if tl.stream_name(op) is not None:
+        where.append(f"stream {tl.stream_name(op)}")
+    if tl.engine_name(op) is not None:
+        where.append(f"engine {tl.engine_name(op)}")
+    if where:
+        lines.append(", ".join(where))
+    start, end = int(tl.start[op]), int(tl.end[op])
+    if start != NO_TIME and end != NO_TIME:
+        lines.append(f"start {format_duration(start - t0)}   end {format_duration(end - t0)}")
+        lines.append(f"duration {format_duration(end - start)}")
+    a, b = int(tl.issue_start[op]), int(tl.issue_end[op])
+    if a != NO_TIME and b != NO_TIME:
+        lines.append(f"host call {format_duration(a - t0)} to {format_duration(b - t0)}")
+    nbytes = int(tl.bytes[op])
+    if nbytes:
+        text = human_bytes(nbytes)
+        if start != NO_TIME and end > start:
+            text += f", {nbytes / (end - start):.1f} GB/s achieved"
+        lines.append(text)
+    return "\n".join(lines)
+
+
+class BarLod:
+    """Level-of-detail coverage of one colour's short bars, for zoomed-out paints.
+
+    Each row's short bars are painted once into a fine grid of time columns; coarser levels
+    OR pairs of columns. A paint that shows two or more columns per pixel reads a level
+    instead of the bars, so a full view of a million bars costs a few thousand cells, not a
+    pass over every bar. Bars at least ``LONG_COLS`` columns long stay exact (with labels).
+    """
+
+    COLS = 1 << 16
+    LONG_COLS = 4
+    MIN_BARS = 20_000
+
+    def __init__(self, x0: np.ndarray, x1: np.ndarray, row: np.ndarray, n_rows: int) -> None:
+        self.left = float(x0.min()) if len(x0) else 0.0
+        right = float(x1.max()) if len(x1) else 1.0
+        self.res = max((right - self.left) / self.COLS, 1e-9)
+        short = (x1 - x0) < self.LONG_COLS * self.res
+        self.long_idx = np.flatnonzero(~short)
+        if len(self.long_idx):
+            x0, x1, row = x0[short], x1[short], row[short]
+        c0 = np.minimum(((x0 - self.left) / self.res).astype(np.int64), self.COLS - 1)
+        c1 = np.minimum(((x1 - self.left) / self.res).astype(np.int64), self.COLS - 1)
+        base = row.astype(np.int64) * (self.COLS + 1)
+        # a difference array: +1 where a bar starts, -1 after it ends; covered where sum > 0
+        size = n_rows * (self.COLS + 1)
+        diff = np.bincount(base + c0, minlength=size) - np.bincount(base + c1 + 1, minlength=size)
+        cov = np.cumsum(diff.reshape(n_rows, self.COLS + 1), axis=1)[:, : self.COLS] > 0
+        level = cov
+        self.levels = [level]
+        while level.shape[1] > 512:
+            level = level.reshape(n_rows, -1, 2).any(axis=2)
+            self.levels.append(level)
+
+    def runs(
+        self, view: tuple[float, float], px_per_unit: float, px_offset: float
+    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
+        """Pixel runs (px0, px1, row) of the short bars, or None when zoomed in too far."""
+        px_units = 1.0 / px_per_unit
+        k = int(np.floor(np.log2(px_units / (2 * self.res)))) if px_units > 0 else -1
+        if k < 0:
+            return None
+        k = min(k, len(self.levels) - 1)
+        level, res = self.levels[k], self.res * (1 << k)
+        lo = max(int((view[0] - self.left) / res) - 1, 0)
+        hi = min(int((view[1] - self.left) / res) + 2, level.shape[1])
+        if hi <= lo:
+            return np.zeros(0), np.zeros(0), np.zeros(0, np.int32)
+        px = np.floor((self.left + np.arange(lo, hi) * res) * px_per_unit + px_offset)
+        starts = np.flatnonzero(np.concatenate(([True], px[1:] != px[:-1])))
+        binned = np.logical_or.reduceat(level[:, lo:hi], starts, axis=1)
+        n_rows, n_px = binned.shape
+        padded = np.zeros((n_rows, n_px + 2), np.int8)
+        padded[:, 1:-1] = binned
+        d = np.diff(padded, axis=1)
+        sr, sc = np.nonzero(d == 1)
+        _, ec = np.nonzero(d == -1)
+        pxs = px[starts]
+        return pxs[sc], pxs[ec - 1] + 1.0, sr.astype(np.int32)

@@ -1,0 +1,178 @@
+"""Simulated above measured: the same rows in the same order on one linked time axis.
+
+pyqtgraph's ``setXLink`` aligns views by their screen geometry, so both charts get the same
+fixed left-axis width and live in one vertical splitter (same width); then a time is at the
+same pixel column in both.
+"""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt, Signal
+from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
+
+from swimlanes.timeline.timeline import Timeline
+from swimlanes.ui.gantt.chart import GanttChart
+from swimlanes.ui.gantt.rows import timeline_row_keys
+
+
+def simulated_title(tl: Timeline | None) -> str:
+    return f"Simulated — {tl.device or 'unknown device'}" if tl is not None else "Simulated"
+
+
+def measured_title(tl: Timeline | None) -> str:
+    if tl is None:
+        return "Measured"
+    backend = tl.meta.get("backend")
+    device = tl.device or "unknown device"
+    return f"Measured — {device} ({backend})" if backend else f"Measured — {device}"
+
+
+def union_rows(*timelines: Timeline | None) -> list[str]:
+    """Rows of all timelines, first one's order first, then rows only the others have."""
+    keys: list[str] = []
+    for tl in timelines:
+        if tl is None:
+            continue
+        for k in timeline_row_keys(tl)[0]:
+            if k not in keys:
+                keys.append(k)
+    # the SM occupancy row stays last, below the engines
+    if "compute" in keys:
+        keys.remove("compute")
+        keys.append("compute")
+    return keys
+
+
+class _Pane(QWidget):
+    def __init__(self, chart: GanttChart) -> None:
+        super().__init__()
+        self.title = QLabel()
+        self.title.setStyleSheet("font-weight: bold; padding: 2px 4px;")
+        self.chart = chart
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(0)
+        box.addWidget(self.title)
+        box.addWidget(chart, 1)
+
+
+class ComparisonCharts(QWidget):
+    """Two linked Gantt charts; selection, flags and the play cursor apply to both."""
+
+    selection_changed = Signal(list)
+
+    def __init__(self, parent: QWidget | None = None) -> None:
+        super().__init__(parent)
+        self.simulated_chart = GanttChart()
+        self.measured_chart = GanttChart()
+        self._sim_pane = _Pane(self.simulated_chart)
+        self._meas_pane = _Pane(self.measured_chart)
+        self.splitter = QSplitter(Qt.Orientation.Vertical)
+        self.splitter.setChildrenCollapsible(False)
+        self.splitter.addWidget(self._sim_pane)
+        self.splitter.addWidget(self._meas_pane)
+        box = QVBoxLayout(self)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.addWidget(self.splitter)
+        self.measured_chart.plot_item.setXLink(self.simulated_chart.plot_item)
+        self._simulated: Timeline | None = None
+        self._measured: Timeline | None = None
+        self._overlay = False
+        self.simulated_chart.selection_changed.connect(self._from_simulated)
+        self.measured_chart.selection_changed.connect(self._from_measured)
+        self._meas_pane.hide()
+        self._retitle()
+
+    # -- data -------------------------------------------------------------------------------------
+    def set_simulated(self, tl: Timeline | None) -> None:
+        self._simulated = tl
+        self.simulated_chart.set_timeline(tl)
+        self._sync_rows()
+        self._update_overlay()
+        self._retitle()
+
+    def set_measured(self, tl: Timeline | None) -> None:
+        """Show a measured run under the simulation (None hides the measured chart)."""
+        first = self._measured is None and tl is not None
+        self._measured = tl
+        self.measured_chart.set_timeline(tl)
+        self._meas_pane.setVisible(tl is not None)
+        self._sync_rows()
+        self._update_overlay()
+        self._retitle()
+        if first:
+            self.fit_all()
+
+    def set_stream_info(self, info: dict[str, dict] | None) -> None:
+        """Stream kinds and priorities for the row titles of both charts."""
+        self.simulated_chart.set_stream_info(info)
+        self.measured_chart.set_stream_info(info)
+        self._sync_rows()
+
+    def simulated(self) -> Timeline | None:
+        return self._simulated
+
+    def measured(self) -> Timeline | None:
+        return self._measured
+
+    def _sync_rows(self) -> None:
+        rows = union_rows(self._simulated, self._measured)
+        self.simulated_chart.set_row_layout(rows)
+        self.measured_chart.set_row_layout(rows)
+        width = max(
+            self.simulated_chart.preferred_left_axis_width(),
+            self.measured_chart.preferred_left_axis_width(),
+            90,
+        )
+        self.simulated_chart.left_axis_width = width
+        self.measured_chart.left_axis_width = width
+
+    def _retitle(self) -> None:
+        self._sim_pane.title.setText(simulated_title(self._simulated))
+        self._meas_pane.title.setText(measured_title(self._measured))
+
+    # -- selection, flags, overlay, cursor --------------------------------------------------------
+    def _from_simulated(self, indexes: list) -> None:
+        self.measured_chart.set_selection(indexes)
+        self.selection_changed.emit(list(indexes))
+
+    def _from_measured(self, indexes: list) -> None:
+        self.simulated_chart.set_selection(indexes)
+        self.selection_changed.emit(list(indexes))
+
+    def set_selection(self, indexes: list[int]) -> None:
+        self.simulated_chart.set_selection(indexes)
+        self.measured_chart.set_selection(indexes)
+
+    def selection(self) -> list[int]:
+        return self.simulated_chart.selection()
+
+    def set_flags(self, indexes: list[int]) -> None:
+        """Mark ops (program indexes) whose measurement differs from the model."""
+        self.simulated_chart.set_flags(indexes)
+        self.measured_chart.set_flags(indexes)
+
+    def set_overlay_enabled(self, on: bool) -> None:
+        """Outline the simulated spans on the measured chart."""
+        self._overlay = bool(on)
+        self._update_overlay()
+
+    def _update_overlay(self) -> None:
+        self.measured_chart.set_overlay(self._simulated if self._overlay else None)
+
+    def set_cursor(self, t_ns: int | None) -> None:
+        self.simulated_chart.set_cursor(t_ns)
+        self.measured_chart.set_cursor(t_ns)
+
+    def fit_all(self) -> None:
+        """Show the longer of the two runs whole."""
+        spans = [tl.makespan_ns for tl in (self._simulated, self._measured) if tl is not None]
+        span = max(spans) if spans and max(spans) > 0 else 1000
+        pad = span // 50
+        self.simulated_chart.set_x_range_ns(-pad, span + pad)
+
+    def x_range_ns(self) -> tuple[int, int]:
+        return self.simulated_chart.x_range_ns()
+
+    def set_x_range_ns(self, t0: int, t1: int) -> None:
+        self.simulated_chart.set_x_range_ns(t0, t1)
