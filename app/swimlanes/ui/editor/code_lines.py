@@ -1,0 +1,131 @@
+"""The host program as code-like lines: ``cudaMemcpyAsync(d_a, h_a, 64 MiB, H2D, s1)``.
+
+Buffers are named after the op's label when it is a C identifier, else a, b, c ... in program
+order, so that a chunk's copies and kernel read like the CUDA a user would write. The legacy
+default stream is written ``0``, as in CUDA.
+"""
+
+from __future__ import annotations
+
+import re
+
+from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline
+from swimlanes.ui.editor.common import format_bytes, format_us
+
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_DIRECTION = {"h2d": "H2D", "d2h": "D2H", "d2d": "D2D"}
+
+
+def _letters(n: int) -> str:
+    out = ""
+    n += 1
+    while n:
+        n, rem = divmod(n - 1, 26)
+        out = chr(ord("a") + rem) + out
+    return out
+
+
+def _stream(op: Op) -> str:
+    name = op.stream_name or DEFAULT_STREAM
+    return "0" if name == DEFAULT_STREAM else name
+
+
+def _kernel_line(op: Op) -> str:
+    name = op.label if op.label and _IDENT.match(op.label) else "kernel"
+    line = f"{name}<<<{op.blocks}, {op.threads}, 0, {_stream(op)}>>>"
+    if op.duration_us is not None:
+        timing = format_us(op.duration_us)
+    elif op.block_us is not None:
+        timing = f"{format_us(op.block_us)} per block"
+    else:
+        parts = []
+        if op.flops is not None:
+            parts.append(f"{op.flops:.3g} FLOP")
+        if op.bytes is not None:
+            parts.append(format_bytes(op.bytes))
+        timing = ", ".join(parts)
+    if op.label and not _IDENT.match(op.label):
+        timing = f"{op.label}: {timing}"
+    return f"{line}  // {timing}"
+
+
+def _copy_line(op: Op, buf: str) -> str:
+    size = format_bytes(op.bytes or 0)
+    direction = _DIRECTION[op.op]
+    dst, src = {
+        "h2d": (f"d_{buf}", f"h_{buf}"),
+        "d2h": (f"h_{buf}", f"d_{buf}"),
+        "d2d": (f"d_{buf}2", f"d_{buf}"),
+    }[op.op]
+    notes = []
+    if op.op in ("h2d", "d2h") and op.effective_host_memory == "pageable":
+        notes.append("pageable")
+    if op.duration_us is not None:
+        notes.append(format_us(op.duration_us))
+    if op.effective_async:
+        line = f"cudaMemcpyAsync({dst}, {src}, {size}, {direction}, {_stream(op)})"
+    else:
+        line = f"cudaMemcpy({dst}, {src}, {size}, {direction})"
+        if _stream(op) != "0":
+            notes.append(f"after {_stream(op)}")
+    return line + (f"  // {', '.join(notes)}" if notes else "")
+
+
+def code_line(op: Op, buf: str = "a") -> str:
+    """One op as the CUDA call it stands for; ``buf`` names the buffer it touches."""
+    kind = op.op
+    if kind in _DIRECTION:
+        return _copy_line(op, buf)
+    if kind == "memset":
+        size = format_bytes(op.bytes or 0)
+        if op.effective_async:
+            return f"cudaMemsetAsync(d_{buf}, 0, {size}, {_stream(op)})"
+        return f"cudaMemset(d_{buf}, 0, {size})"
+    if kind == "kernel":
+        return _kernel_line(op)
+    if kind == "event_record":
+        return f"cudaEventRecord({op.event}, {_stream(op)})"
+    if kind == "event_wait":
+        return f"cudaStreamWaitEvent({_stream(op)}, {op.event})"
+    if kind == "event_sync":
+        return f"cudaEventSynchronize({op.event})"
+    if kind == "stream_sync":
+        return f"cudaStreamSynchronize({_stream(op)})"
+    if kind == "device_sync":
+        return "cudaDeviceSynchronize()"
+    if kind == "host":
+        return f"host_work()  // {format_us(op.duration_us or 0)} on the CPU"
+    if kind == "host_func":
+        return (
+            f"cudaLaunchHostFunc({_stream(op)}, host_fn, NULL)  // {format_us(op.duration_us or 0)}"
+        )
+    if kind == "malloc":
+        return f"cudaMalloc(&d_{buf}, {format_bytes(op.bytes or 0)})"
+    return f"cudaFree(d_{buf})"
+
+
+def program_lines(pipeline: Pipeline) -> list[str]:
+    """Every op of the program as a code line.
+
+    Each H2D, D2D, memset or malloc names a new buffer; a D2H reads the buffer its stream
+    loaded last, so a chunk's H2D and D2H name the same buffer; a free frees the last malloc.
+    """
+    lines = []
+    count = 0
+    last_on_stream: dict[str | None, str] = {}
+    last_malloc = "a"
+    for op in pipeline.program:
+        if op.op in ("h2d", "d2d", "memset", "malloc") or (
+            op.op == "d2h" and op.stream_name not in last_on_stream
+        ):
+            buf = op.label if op.label and _IDENT.match(op.label) else _letters(count)
+            count += 1
+            last_on_stream[op.stream_name] = buf
+            if op.op == "malloc":
+                last_malloc = buf
+        elif op.op == "free":
+            buf = last_malloc
+        else:
+            buf = last_on_stream.get(op.stream_name, "a")
+        lines.append(code_line(op, buf))
+    return lines

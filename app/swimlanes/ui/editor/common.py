@@ -1,0 +1,145 @@
+"""What the editor's views share: drag-and-drop and clipboard formats, units, descriptions."""
+
+from __future__ import annotations
+
+import html
+import json
+from typing import Any
+
+from swimlanes.model.document import (
+    CUDA_CALLS,
+    DEFAULT_STREAM,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    OP_KINDS,
+    STREAM_OPS,
+    Op,
+    Pipeline,
+)
+from swimlanes.model.edits import EditError
+from swimlanes.model.validate import PipelineError, pipeline_from_dict
+
+#: Drag from the palette: the payload is the op kind (ASCII).
+OP_MIME = "application/x-swimlanes-op"
+#: Copy/paste and drags between views: a JSON object {"format": ..., "ops": [op dicts]}.
+OPS_MIME = "application/x-swimlanes-ops"
+OPS_CLIPBOARD_FORMAT = "swimlanes-ops"
+
+#: Palette order: data movement, compute, ordering, host.
+PALETTE_KINDS: tuple[str, ...] = (
+    "h2d",
+    "d2h",
+    "d2d",
+    "memset",
+    "kernel",
+    "event_record",
+    "event_wait",
+    "stream_sync",
+    "event_sync",
+    "device_sync",
+    "host",
+    "host_func",
+    "malloc",
+    "free",
+)
+assert set(PALETTE_KINDS) == set(OP_KINDS)
+
+OP_HELP: dict[str, str] = {
+    "h2d": "Copies host memory to the device on a copy engine; from pageable memory the "
+    "host stages the data first.",
+    "d2h": "Copies device memory to the host on a copy engine; to pageable memory the host "
+    "waits until it is done.",
+    "d2d": "Copies between two device buffers, inside device memory.",
+    "memset": "Fills device memory with a byte value, on the stream.",
+    "kernel": "Launches a grid of thread blocks that the SMs run; concurrent kernels share "
+    "the SMs.",
+    "event_record": "Marks a point in the stream; the event completes when the stream's "
+    "earlier work is done.",
+    "event_wait": "Makes later work in the stream wait until the event completes, without "
+    "blocking the host.",
+    "stream_sync": "Blocks the host thread until all work in the stream is done.",
+    "event_sync": "Blocks the host thread until the event completes.",
+    "device_sync": "Blocks the host thread until all work on the device is done.",
+    "host": "The host thread is busy with CPU work for a while and issues nothing.",
+    "host_func": "Runs a host function in stream order; the stream waits for it to return.",
+    "malloc": "Allocates device memory; it synchronises the device implicitly.",
+    "free": "Frees device memory; it synchronises the device implicitly.",
+}
+
+
+def op_tooltip(kind: str) -> str:
+    """Rich-text tooltip: the CUDA call and what it does."""
+    return f"<b>{html.escape(CUDA_CALLS[kind])}</b><br>{html.escape(OP_HELP[kind])}"
+
+
+BYTE_UNITS: tuple[tuple[str, int], ...] = (
+    ("B", 1),
+    ("KiB", 1024),
+    ("MiB", 1024**2),
+    ("GiB", 1024**3),
+)
+
+
+def best_unit(n: int) -> tuple[float, str]:
+    """``n`` bytes as (value, unit) in the largest unit that keeps the value >= 1."""
+    value, unit = float(n), "B"
+    for name, size in BYTE_UNITS:
+        if n >= size:
+            value, unit = n / size, name
+    return value, unit
+
+
+def format_bytes(n: int) -> str:
+    """64 MiB, 1.5 GiB, 512 B."""
+    value, unit = best_unit(n)
+    return f"{value:.4g} {unit}"
+
+
+def format_us(us: float) -> str:
+    """370 us, 1.5 ms, 2 s."""
+    if us >= 1e6:
+        return f"{us / 1e6:.4g} s"
+    if us >= 1e3:
+        return f"{us / 1e3:.4g} ms"
+    return f"{us:.4g} us"
+
+
+def ops_to_json(ops: list[Op]) -> str:
+    return json.dumps({"format": OPS_CLIPBOARD_FORMAT, "ops": [op.to_dict() for op in ops]})
+
+
+def ops_from_json(text: str, pipeline: Pipeline, stream: str | None) -> list[Op]:
+    """Ops from clipboard JSON, validated, with fresh uids.
+
+    An op whose stream the document does not have goes to ``stream`` (the lane pasted on).
+    """
+    try:
+        data: Any = json.loads(text)
+    except (json.JSONDecodeError, TypeError):
+        raise EditError("the clipboard holds no Swimlanes ops") from None
+    if not isinstance(data, dict) or data.get("format") != OPS_CLIPBOARD_FORMAT:
+        raise EditError("the clipboard holds no Swimlanes ops")
+    raw_ops = data.get("ops")
+    if not isinstance(raw_ops, list) or not raw_ops:
+        raise EditError("the clipboard holds no Swimlanes ops")
+    names = {s.name for s in pipeline.all_streams}
+    fixed = []
+    for raw in raw_ops:
+        if not isinstance(raw, dict):
+            raise EditError("the clipboard's ops are not valid")
+        raw = dict(raw)
+        if raw.get("op") in STREAM_OPS and raw.get("stream", DEFAULT_STREAM) not in names:
+            raw["stream"] = stream
+            if stream in (None, DEFAULT_STREAM):
+                raw.pop("stream")
+        fixed.append(raw)
+    doc = {
+        "format": FORMAT_NAME,
+        "version": FORMAT_VERSION,
+        "streams": [s.to_dict() for s in pipeline.streams],
+        "program": fixed,
+    }
+    try:
+        return pipeline_from_dict(doc).program
+    except PipelineError as err:
+        raise EditError(f"the clipboard's ops are not valid: {err}") from None

@@ -1,0 +1,477 @@
+"""The inspector: a validated form for the selected op, or for the selected stream.
+
+Every committed change is one SetOpFields / SetStreamFields edit (consecutive changes of one
+field merge into one undo step). A value that cannot be used is refused, and the reason is
+shown in red under the field; the document does not change.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QFontDatabase
+from PySide6.QtWidgets import (
+    QCheckBox,
+    QComboBox,
+    QFormLayout,
+    QLabel,
+    QLineEdit,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from swimlanes.model.document import (
+    COPY_OPS,
+    CUDA_CALLS,
+    DEFAULT_STREAM,
+    EVENT_OPS,
+    HOST_COPY_OPS,
+    HOST_MEMORY_KINDS,
+    STREAM_OPS,
+    Op,
+    Stream,
+)
+from swimlanes.model.edits import (
+    MAX_THREADS_PER_BLOCK,
+    Edit,
+    RenameStream,
+    SetOpFields,
+    SetStreamFields,
+)
+from swimlanes.ui.document_controller import DocumentController
+from swimlanes.ui.editor.common import BYTE_UNITS, PALETTE_KINDS, best_unit
+from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
+from swimlanes.ui.icons import op_icon
+from swimlanes.ui.style import OP_TITLE
+
+#: Pause in typing after which a field commits (and the chart re-simulates).
+LIVE_COMMIT_MS = 600
+TIMING_MODES: tuple[tuple[str, str], ...] = (
+    ("duration_us", "Duration when alone on the GPU"),
+    ("block_us", "Time per thread block"),
+    ("roofline", "FLOPs and bytes (roofline)"),
+)
+_STREAM_KIND_TITLES = {
+    "legacy_default": "legacy default",
+    "per_thread_default": "per-thread default",
+    "blocking": "blocking",
+    "non_blocking": "non-blocking",
+}
+
+
+class Inspector(QWidget):
+    """Edit the selected op's fields, or the selected stream's kind and priority."""
+
+    def __init__(self, controller: DocumentController, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.controller = controller
+        self._loading = False
+        self._last_error = ""
+        self._live_timers: list[QTimer] = []
+        self._live_source: QLineEdit | None = None
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        self.title = QLabel()
+        self.title.setStyleSheet("font-weight: bold")
+        self.title.setWordWrap(True)
+        layout.addWidget(self.title)
+        self.call = QLabel()
+        self.call.setWordWrap(True)
+        self.call.setFont(QFontDatabase.systemFont(QFontDatabase.SystemFont.FixedFont))
+        self.call.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        layout.addWidget(self.call)
+        self.pages = QStackedWidget()
+        self.empty_page = QLabel("Select an op or a lane header to edit it.")
+        self.empty_page.setWordWrap(True)
+        self.empty_page.setAlignment(Qt.AlignmentFlag.AlignTop)
+        self.pages.addWidget(self.empty_page)
+        self.pages.addWidget(self._build_op_page())
+        self.pages.addWidget(self._build_stream_page())
+        layout.addWidget(self.pages)
+        layout.addStretch(1)
+        controller.error.connect(self._remember_error)
+        controller.changed.connect(self.refresh)
+        controller.selection_changed.connect(self.refresh)
+        self.refresh()
+
+    # -- building -------------------------------------------------------------------------
+    def _build_op_page(self) -> QWidget:
+        page = QWidget()
+        self.op_form = form = QFormLayout(page)
+        form.setContentsMargins(0, 0, 0, 0)
+        form.setFieldGrowthPolicy(QFormLayout.FieldGrowthPolicy.AllNonFixedFieldsGrow)
+        self.kind = QComboBox()
+        for kind in PALETTE_KINDS:
+            self.kind.addItem(op_icon(kind), OP_TITLE[kind], kind)
+        self.label = line_edit("none: named after the kind")
+        self.stream = QComboBox()
+        self.event = QComboBox()
+        self.event.setEditable(True)
+        self.size = line_edit("size")
+        self.unit = QComboBox()
+        for name, _ in BYTE_UNITS:
+            self.unit.addItem(name)
+        self.host_memory = QComboBox()
+        self.host_memory.addItems(list(HOST_MEMORY_KINDS))
+        self.is_async = QCheckBox("asynchronous (…Async call)")
+        self.blocks = line_edit("thread blocks in the grid")
+        self.threads = line_edit(f"1 to {MAX_THREADS_PER_BLOCK}")
+        self.timing = QComboBox()
+        for key, title in TIMING_MODES:
+            self.timing.addItem(title, key)
+        self.time = line_edit("microseconds")
+        self.flops = line_edit("floating-point operations")
+        self.fields: dict[str, Field] = {}
+        rows = [
+            ("op", "Kind", Field(self.kind)),
+            ("label", "Label", Field(self.label)),
+            ("stream", "Stream", Field(self.stream)),
+            ("event", "Event", Field(self.event)),
+            ("blocks", "Blocks", Field(self.blocks)),
+            ("threads", "Threads/block", Field(self.threads)),
+            ("timing", "Timing", Field(self.timing)),
+            ("time", "Duration (us)", Field(self.time)),
+            ("flops", "FLOPs", Field(self.flops)),
+            ("bytes", "Size", Field(self.size, self.unit)),
+            ("host_memory", "Host memory", Field(self.host_memory)),
+            ("is_async", "Mode", Field(self.is_async)),
+        ]
+        for key, title, fld in rows:
+            self.fields[key] = fld
+            form.addRow(title, fld)
+        self._connect_op_page()
+        return page
+
+    def _connect_op_page(self) -> None:
+        self.kind.activated.connect(lambda _i: self._commit_kind())
+        self._on_commit(self.label, self._commit_label)
+        self.stream.activated.connect(lambda _i: self._commit_stream())
+        self.event.lineEdit().editingFinished.connect(self._commit_event)
+        self.event.activated.connect(lambda _i: self._commit_event())
+        self._on_commit(self.size, self._commit_size)
+        self.unit.activated.connect(lambda _i: self._commit_size())
+        self.host_memory.activated.connect(
+            lambda _i: self._set("host_memory", {"host_memory": self.host_memory.currentText()})
+        )
+        self.is_async.clicked.connect(
+            lambda checked: self._set("is_async", {"is_async": bool(checked)})
+        )
+        self._on_commit(self.blocks, lambda: self._commit_int("blocks", self.blocks))
+        self._on_commit(self.threads, lambda: self._commit_int("threads", self.threads))
+        self.timing.activated.connect(lambda _i: self._commit_timing_mode())
+        self._on_commit(self.time, self._commit_time)
+        self._on_commit(self.flops, self._commit_flops)
+
+    def _build_stream_page(self) -> QWidget:
+        page = QWidget()
+        form = QFormLayout(page)
+        form.setContentsMargins(0, 0, 0, 0)
+        self.stream_name = line_edit()
+        self.stream_kind = QComboBox()
+        for kind, title in _STREAM_KIND_TITLES.items():
+            self.stream_kind.addItem(title, kind)
+        self.priority = line_edit("lower is higher priority")
+        self.stream_fields = {
+            "name": Field(self.stream_name),
+            "kind": Field(self.stream_kind),
+            "priority": Field(self.priority),
+        }
+        form.addRow("Name", self.stream_fields["name"])
+        form.addRow("Kind", self.stream_fields["kind"])
+        form.addRow("Priority", self.stream_fields["priority"])
+        self.stream_name.editingFinished.connect(self._commit_stream_name)
+        self.stream_kind.activated.connect(lambda _i: self._commit_stream_kind())
+        self._on_commit(self.priority, self._commit_priority)
+        return page
+
+    # -- showing the selection ------------------------------------------------------------
+    def current_op(self) -> Op | None:
+        ops = self.controller.selected_ops()
+        return ops[0] if len(ops) == 1 else None
+
+    def current_stream(self) -> Stream | None:
+        name = self.controller.selected_stream()
+        return self.controller.pipeline.stream(name) if name else None
+
+    def refresh(self) -> None:
+        """Show the selection's current values (clears shown errors)."""
+        self._loading = True
+        if self._live_source is None:
+            for timer in self._live_timers:  # typing in a field of what is no longer shown
+                timer.stop()
+        try:
+            for fld in [*self.fields.values(), *self.stream_fields.values()]:
+                fld.clear_error()
+            op, stream = self.current_op(), self.current_stream()
+            count = len(self.controller.selection())
+            if op is not None:
+                self._show_op(op)
+            elif stream is not None:
+                self._show_stream(stream)
+            else:
+                self.pages.setCurrentIndex(0)
+                self.title.setText(f"{count} ops selected" if count else "Inspector")
+                self.call.setText("")
+                self.empty_page.setText(
+                    "Drag them together on the lanes, or select one to edit its fields."
+                    if count
+                    else "Select an op or a lane header to edit it."
+                )
+        finally:
+            self._loading = False
+
+    def _show_op(self, op: Op) -> None:
+        pipeline = self.controller.pipeline
+        self.pages.setCurrentIndex(1)
+        index = pipeline.op_index(op.uid)
+        self.title.setText(f"#{index} {op.display_label}")
+        self.call.setText(CUDA_CALLS[op.op])
+        kind = op.op
+        self.kind.setCurrentIndex(PALETTE_KINDS.index(kind))
+        self._set_text(self.label, op.label or "")
+        self.stream.clear()
+        self.stream.addItems([s.name for s in pipeline.all_streams])
+        self.stream.setCurrentText(op.stream_name or DEFAULT_STREAM)
+        self.event.clear()
+        self.event.addItems(pipeline.events())
+        self.event.setCurrentText(op.event or "")
+        mode = _timing_mode(op)
+        if op.bytes is not None:
+            value, unit = best_unit(op.bytes)
+            if self._live_source is not self.size:  # keep the unit the user is typing in
+                self.size.setText(f"{value:.6g}")
+                self.unit.setCurrentText(unit)
+        else:
+            self.size.clear()
+        self.host_memory.setCurrentText(op.effective_host_memory)
+        self.is_async.setChecked(op.effective_async)
+        self._set_text(self.blocks, str(op.blocks or ""))
+        self._set_text(self.threads, str(op.threads or ""))
+        self.timing.setCurrentIndex([k for k, _ in TIMING_MODES].index(mode))
+        time_value = op.block_us if mode == "block_us" else op.duration_us
+        self._set_text(self.time, "" if time_value is None else f"{time_value:g}")
+        self._set_text(self.flops, "" if op.flops is None else f"{op.flops:g}")
+        self._show_rows(kind, mode)
+
+    def _show_rows(self, kind: str, mode: str) -> None:
+        """Show the rows that the op kind (and a kernel's timing mode) uses, titled for it."""
+        is_data = kind in COPY_OPS or kind == "memset"
+        kernel = kind == "kernel"
+        time_title = {
+            "kernel": "Block time (us)" if mode == "block_us" else "Duration (us)",
+            "host": "Duration (us)",
+            "host_func": "Duration (us)",
+        }.get(kind, "Duration override (us)")
+        self.op_form.labelForField(self.fields["time"]).setText(time_title)
+        self.op_form.labelForField(self.fields["bytes"]).setText(
+            "Bytes moved" if kernel else "Size"
+        )
+        self.time.setPlaceholderText(
+            "empty: from the device's bandwidth" if is_data else "microseconds"
+        )
+        visible = {
+            "stream": kind in STREAM_OPS,
+            "event": kind in EVENT_OPS,
+            "blocks": kernel,
+            "threads": kernel,
+            "timing": kernel,
+            "time": is_data or kind in ("host", "host_func") or (kernel and mode != "roofline"),
+            "flops": kernel and mode == "roofline",
+            "bytes": is_data or kind == "malloc" or (kernel and mode == "roofline"),
+            "host_memory": kind in HOST_COPY_OPS,
+            "is_async": is_data,
+        }
+        for key, fld in self.fields.items():
+            self.op_form.setRowVisible(fld, visible.get(key, True))
+
+    def _show_stream(self, stream: Stream) -> None:
+        self.pages.setCurrentIndex(2)
+        self.title.setText(f"Stream {stream.name}")
+        self.call.setText(_stream_call(stream))
+        self.stream_name.setText(stream.name)
+        self.stream_kind.setCurrentIndex(list(_STREAM_KIND_TITLES).index(stream.kind))
+        self._set_text(self.priority, str(stream.priority))
+        fixed = stream.name == DEFAULT_STREAM
+        for w in (self.stream_name, self.stream_kind, self.priority):
+            w.setEnabled(not fixed)
+
+    # -- committing -----------------------------------------------------------------------
+    def _on_commit(self, editor: QLineEdit, commit: Callable[[], None]) -> None:
+        """Commit on Enter or focus-out, and also after a pause in typing, so that the chart
+        follows the value being typed; consecutive commits of one field merge into one step."""
+        timer = QTimer(self)
+        timer.setSingleShot(True)
+        timer.setInterval(LIVE_COMMIT_MS)
+        self._live_timers.append(timer)
+
+        def live() -> None:
+            self._live_source = editor
+            try:
+                commit()
+            finally:
+                self._live_source = None
+
+        timer.timeout.connect(live)
+        editor.textEdited.connect(lambda _text: timer.start())
+        editor.editingFinished.connect(lambda: (timer.stop(), commit()))
+
+    def _set_text(self, editor: QLineEdit, text: str) -> None:
+        if editor is not self._live_source:  # never rewrite what the user is typing
+            editor.setText(text)
+
+    def _remember_error(self, message: str) -> None:
+        self._last_error = message
+
+    def _push(self, fld: Field, edit: Edit) -> bool:
+        self._last_error = ""
+        if self.controller.push(edit):
+            return True
+        fld.show_error(self._last_error or "refused")
+        return False
+
+    def _set(self, key: str, changes: dict, fld: Field | None = None) -> bool:
+        """Commit ``changes`` to the selected op, showing a refusal at ``key``'s field."""
+        op = self.current_op()
+        if self._loading or op is None:
+            return False
+        fld = fld or self.fields[key]
+        if all(getattr(op, k) == v for k, v in changes.items()):
+            fld.clear_error()
+            return True
+        return self._push(fld, SetOpFields(op.uid, changes))
+
+    def _parsed(self, key: str, parse: Callable[[], object]) -> object | None:
+        try:
+            return parse()
+        except FieldError as err:
+            self.fields[key].show_error(str(err))
+            return None
+
+    def _commit_kind(self) -> None:
+        self._set("op", {"op": self.kind.currentData()})
+
+    def _commit_label(self) -> None:
+        self._set("label", {"label": self.label.text().strip() or None})
+
+    def _commit_stream(self) -> None:
+        name = self.stream.currentText()
+        self._set("stream", {"stream": None if name == DEFAULT_STREAM else name})
+
+    def _commit_event(self) -> None:
+        name = self.event.currentText().strip()
+        if not name:
+            self.fields["event"].show_error("an event op needs an event name")
+            return
+        self._set("event", {"event": name})
+
+    def _commit_size(self) -> None:
+        op = self.current_op()
+        if self._loading or op is None:
+            return
+        unit = dict(BYTE_UNITS)[self.unit.currentText()]
+        value = self._parsed("bytes", lambda: parse_number(self.size.text()))
+        if value is None:
+            return
+        size = round(float(value) * unit)
+        if size < 1:
+            self.fields["bytes"].show_error("must be at least 1 byte")
+            return
+        self._set("bytes", {"bytes": size})
+
+    def _commit_int(self, key: str, editor: QLineEdit) -> None:
+        value = self._parsed(key, lambda: parse_number(editor.text(), integer=True))
+        if value is None:
+            return
+        if key == "threads" and value > MAX_THREADS_PER_BLOCK:
+            self.fields[key].show_error(
+                f"must be at most {MAX_THREADS_PER_BLOCK} threads per block"
+            )
+            return
+        self._set(key, {key: value})
+
+    def _commit_timing_mode(self) -> None:
+        op = self.current_op()
+        if self._loading or op is None or op.op != "kernel":
+            return
+        mode = self.timing.currentData()
+        if mode == _timing_mode(op):
+            return
+        current = op.duration_us or op.block_us or 100.0
+        changes: dict = {"duration_us": None, "block_us": None, "flops": None, "bytes": None}
+        if mode == "roofline":
+            changes.update(flops=1e9, bytes=64 * 1024 * 1024)
+        else:
+            changes[mode] = current
+        self._set("timing", changes)
+
+    def _commit_time(self) -> None:
+        op = self.current_op()
+        if self._loading or op is None:
+            return
+        optional = op.op in COPY_OPS or op.op == "memset"
+        if optional and not self.time.text().strip():
+            self._set("time", {"duration_us": None})
+            return
+        strict = op.op != "host"
+        value = self._parsed("time", lambda: parse_number(self.time.text(), strict=strict))
+        if value is None:
+            return
+        key = "block_us" if op.op == "kernel" and _timing_mode(op) == "block_us" else "duration_us"
+        self._set("time", {key: float(value)})
+
+    def _commit_flops(self) -> None:
+        value = self._parsed("flops", lambda: parse_number(self.flops.text()))
+        if value is not None:
+            self._set("flops", {"flops": float(value)})
+
+    def _commit_stream_name(self) -> None:
+        stream = self.current_stream()
+        new = self.stream_name.text().strip()
+        if self._loading or stream is None or new == stream.name:
+            return
+        if self._push(self.stream_fields["name"], RenameStream(stream.name, new)):
+            self.controller.set_selected_stream(new)
+
+    def _commit_stream_kind(self) -> None:
+        stream = self.current_stream()
+        kind = self.stream_kind.currentData()
+        if self._loading or stream is None or kind == stream.kind:
+            return
+        self._push(self.stream_fields["kind"], SetStreamFields(stream.name, kind=kind))
+
+    def _commit_priority(self) -> None:
+        stream = self.current_stream()
+        if self._loading or stream is None:
+            return
+        fld = self.stream_fields["priority"]
+        try:
+            value = parse_number(self.priority.text(), integer=True, minimum=None)
+        except FieldError as err:
+            fld.show_error(str(err))
+            return
+        if value != stream.priority:
+            self._push(fld, SetStreamFields(stream.name, priority=int(value)))
+
+
+def _timing_mode(op: Op) -> str:
+    if op.block_us is not None:
+        return "block_us"
+    if (
+        op.op == "kernel"
+        and op.duration_us is None
+        and (op.flops is not None or op.bytes is not None)
+    ):
+        return "roofline"
+    return "duration_us"
+
+
+def _stream_call(stream: Stream) -> str:
+    """How the stream is made in CUDA."""
+    if stream.kind == "legacy_default":
+        return "The legacy default stream (0): always there, synchronises with blocking streams."
+    if stream.kind == "per_thread_default":
+        return "cudaStreamPerThread (--default-stream per-thread)"
+    flags = "cudaStreamNonBlocking" if stream.kind == "non_blocking" else "cudaStreamDefault"
+    return f"cudaStreamCreateWithPriority(&{stream.name}, {flags}, {stream.priority})"

@@ -1,0 +1,232 @@
+"""Graphics items of the lane editor: lane headers, op blocks, event arrows, the drop line."""
+
+from __future__ import annotations
+
+import math
+
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import (
+    QBrush,
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QPainterPath,
+    QPalette,
+    QPen,
+    QPolygonF,
+)
+from PySide6.QtWidgets import (
+    QApplication,
+    QGraphicsItem,
+    QGraphicsPathItem,
+    QGraphicsRectItem,
+    QStyleOptionGraphicsItem,
+    QWidget,
+)
+
+from swimlanes.model.document import COPY_OPS, Op, Stream
+from swimlanes.ui.editor.common import format_bytes, format_us
+from swimlanes.ui.style import OKABE_ITO, op_colour, text_colour_on
+
+HEADER_W = 168.0
+COL_W = 104.0
+BLOCK_GAP = 8.0
+LANE_H = 50.0
+TOP = 22.0
+#: Lane key of the host thread's lane (host ops take no stream).
+HOST_LANE = ""
+
+_KIND_TEXT = {
+    "legacy_default": "legacy default",
+    "per_thread_default": "per-thread default",
+    "blocking": "blocking",
+    "non_blocking": "non-blocking",
+}
+
+
+def _palette() -> QPalette:
+    return QApplication.palette()
+
+
+def block_label(op: Op) -> str:
+    """Short text for a block: its label, or what an event op does with which event."""
+    if op.label:
+        return op.label
+    if op.op in ("event_record", "event_wait", "event_sync") and op.event:
+        return f"{op.op.split('_')[1]} {op.event}"
+    return op.display_label
+
+
+def block_detail(op: Op) -> str:
+    """The second line of a block: size, duration or grid."""
+    if op.op in COPY_OPS or op.op == "memset":
+        return format_bytes(op.bytes or 0)
+    if op.op == "kernel":
+        if op.duration_us is not None:
+            return format_us(op.duration_us)
+        if op.block_us is not None:
+            return f"{format_us(op.block_us)}/blk"
+        return f"{op.blocks}x{op.threads}"
+    if op.op in ("host", "host_func") and op.duration_us is not None:
+        return format_us(op.duration_us)
+    return ""
+
+
+class HeaderItem(QGraphicsRectItem):
+    """A lane's header: stream name, kind and priority. Clicking it selects the stream."""
+
+    def __init__(self, key: str, stream: Stream | None, y: float, selected: bool):
+        super().__init__(0, y, HEADER_W, LANE_H)
+        self.key = key
+        self.stream = stream
+        self.selected = selected
+        self.setAcceptHoverEvents(True)
+        if stream is None:
+            self.setToolTip("The host thread: host work and the calls that block it")
+        else:
+            self.setToolTip(
+                f"Stream {stream.name}: {_KIND_TEXT[stream.kind]}, priority {stream.priority}"
+                " (lower is higher).\nRight-click to rename, retype, reorder or remove."
+            )
+
+    def paint(self, p: QPainter, _o: QStyleOptionGraphicsItem, _w: QWidget | None = None) -> None:
+        pal = _palette()
+        r = self.rect()
+        bg = (
+            pal.color(QPalette.ColorRole.Highlight)
+            if self.selected
+            else pal.color(QPalette.ColorRole.Button)
+        )
+        fg = pal.color(
+            QPalette.ColorRole.HighlightedText if self.selected else QPalette.ColorRole.ButtonText
+        )
+        p.fillRect(r, bg)
+        p.setPen(QPen(pal.color(QPalette.ColorRole.Mid), 1))
+        p.drawLine(r.topRight(), r.bottomRight())
+        p.drawLine(r.bottomLeft(), r.bottomRight())
+        name = "Host thread" if self.stream is None else self.stream.name
+        if self.stream is None:
+            sub = "CPU: syncs, host work"
+        else:
+            sub = f"{_KIND_TEXT[self.stream.kind]} \u00b7 prio {self.stream.priority}"
+        font = QFont(p.font())
+        font.setBold(True)
+        p.setFont(font)
+        p.setPen(fg)
+        text_rect = r.adjusted(10, 6, -6, -LANE_H / 2)
+        name = QFontMetricsF(font).elidedText(name, Qt.TextElideMode.ElideRight, text_rect.width())
+        p.drawText(text_rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, name)
+        font.setBold(False)
+        font.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        p.setFont(font)
+        p.drawText(
+            r.adjusted(10, LANE_H / 2 - 2, -6, -4),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            sub,
+        )
+
+
+def paint_corner(p: QPainter, r: QRectF) -> None:
+    """The box above the lane headers, left of the ruler of program indexes."""
+    pal = _palette()
+    p.fillRect(r, pal.color(QPalette.ColorRole.Button))
+    p.setPen(QPen(pal.color(QPalette.ColorRole.Mid), 1))
+    p.drawLine(r.topRight(), r.bottomRight())
+    p.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
+    inner = r.adjusted(10, 0, -8, 0)
+    p.drawText(inner, Qt.AlignmentFlag.AlignVCenter, "Lane")
+    p.drawText(
+        inner, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignRight, "issue order \u2192"
+    )
+
+
+class BlockItem(QGraphicsRectItem):
+    """One op: a coloured block at its program index, showing label, "#index" and size."""
+
+    def __init__(self, op: Op, index: int, x: float, y: float):
+        super().__init__(x, y + 6, COL_W - BLOCK_GAP, LANE_H - 12)
+        self.uid = op.uid
+        self.op = op
+        self.index = index
+        self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
+        self.setZValue(2)
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt's name
+        return self.rect().adjusted(-4, -4, 4, 4)  # room for the selection ring
+
+    def place(self, op: Op, index: int, x: float, y: float) -> None:
+        """Show the op's current state at its current column and lane."""
+        self.op = op
+        self.index = index
+        rect = QRectF(x, y + 6, COL_W - BLOCK_GAP, LANE_H - 12)
+        if rect != self.rect():
+            self.setRect(rect)
+        self.update()
+
+    def paint(self, p: QPainter, _o: QStyleOptionGraphicsItem, _w: QWidget | None = None) -> None:
+        r = self.rect()
+        fill = op_colour(self.op.op)
+        ink = text_colour_on(fill)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        if self.isSelected():
+            # a ring outside the block in the theme's text colour reads on every category fill
+            p.setPen(QPen(_palette().color(QPalette.ColorRole.Text), 2.5))
+            p.setBrush(Qt.BrushStyle.NoBrush)
+            p.drawRoundedRect(r.adjusted(-2, -2, 2, 2), 6, 6)
+        p.setPen(QPen(fill.darker(150), 1))
+        p.setBrush(fill)
+        p.drawRoundedRect(r.adjusted(1, 1, -1, -1), 4, 4)
+        font = QFont(p.font())
+        font.setBold(True)
+        p.setFont(font)
+        p.setPen(ink)
+        inner = r.adjusted(6, 2, -5, -2)
+        metrics = QFontMetricsF(font)
+        label = metrics.elidedText(block_label(self.op), Qt.TextElideMode.ElideRight, inner.width())
+        top = QRectF(inner.left(), inner.top(), inner.width(), inner.height() / 2)
+        p.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, label)
+        font.setBold(False)
+        font.setPointSizeF(max(6.0, font.pointSizeF() * 0.85))
+        p.setFont(font)
+        bottom = QRectF(inner.left(), top.bottom(), inner.width(), inner.height() / 2)
+        p.drawText(
+            bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, f"#{self.index}"
+        )
+        p.drawText(
+            bottom,
+            Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter,
+            block_detail(self.op),
+        )
+
+
+def event_arrow(start: QPointF, end: QPointF) -> QGraphicsPathItem:
+    """A curved arrow from an event record's block to a block that waits for it."""
+    path = QPainterPath(start)
+    dx = max(abs(end.x() - start.x()) * 0.5, 30.0)
+    path.cubicTo(QPointF(start.x() + dx, start.y()), QPointF(end.x() - dx, end.y()), end)
+    angle = math.atan2(
+        end.y() - path.pointAtPercent(0.97).y(), end.x() - path.pointAtPercent(0.97).x()
+    )
+    size = 8.0
+    left = QPointF(end.x() - size * math.cos(angle - 0.45), end.y() - size * math.sin(angle - 0.45))
+    right = QPointF(
+        end.x() - size * math.cos(angle + 0.45), end.y() - size * math.sin(angle + 0.45)
+    )
+    path.addPolygon(QPolygonF([end, left, right, end]))
+    item = QGraphicsPathItem(path)
+    colour = QColor(OKABE_ITO["reddish_purple"]).darker(120)
+    item.setPen(QPen(colour, 1.8))
+    item.setBrush(QBrush(Qt.BrushStyle.NoBrush))
+    item.setZValue(3)
+    item.setAcceptedMouseButtons(Qt.MouseButton.NoButton)
+    return item
+
+
+def lane_colour(odd: bool, highlighted: bool) -> QColor:
+    """A lane's background: alternating stripes, darker (lighter when dark) if selected."""
+    pal = _palette()
+    colour = QColor(pal.color(QPalette.ColorRole.AlternateBase if odd else QPalette.ColorRole.Base))
+    if highlighted:
+        colour = colour.darker(110) if colour.lightness() > 128 else colour.lighter(135)
+    return colour

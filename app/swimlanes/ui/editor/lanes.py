@@ -1,0 +1,504 @@
+"""The lane editor: one lane per stream (plus the host thread), ops as blocks in issue order.
+
+A block's x position is its program index, so columns line up across lanes and the issue
+order (depth-first or breadth-first) is visible at a glance. Everything edits through the
+document controller; the scene is rebuilt from the document after each change.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+from PySide6.QtCore import QEvent, QMimeData, QPoint, QPointF, QRectF, Qt
+from PySide6.QtGui import (
+    QContextMenuEvent,
+    QDragEnterEvent,
+    QDragMoveEvent,
+    QDropEvent,
+    QMouseEvent,
+    QPainter,
+    QPalette,
+    QPen,
+    QWheelEvent,
+)
+from PySide6.QtWidgets import (
+    QApplication,
+    QGraphicsItem,
+    QGraphicsLineItem,
+    QGraphicsScene,
+    QGraphicsSimpleTextItem,
+    QGraphicsView,
+    QToolTip,
+    QWidget,
+)
+
+from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS, Op
+from swimlanes.model.edits import MoveOps
+from swimlanes.ui.document_controller import DocumentController
+from swimlanes.ui.editor import lane_items as li
+from swimlanes.ui.editor.autoscroll import EdgeScroller
+from swimlanes.ui.editor.code_lines import program_lines
+from swimlanes.ui.editor.common import OP_MIME, OPS_MIME
+from swimlanes.ui.editor.lane_commands import LaneCommands
+from swimlanes.ui.editor.lane_menus import LaneMenus
+
+_gestures = itertools.count(1)
+
+
+class LaneEditor(LaneCommands, QGraphicsView):
+    """Edit the host program as blocks on stream lanes (drops, drags, keys, context menus)."""
+
+    def __init__(self, controller: DocumentController, parent: QWidget | None = None):
+        super().__init__(parent)
+        self.controller = controller
+        self.setScene(QGraphicsScene(self))
+        # blocks move on every edit: a BSP index would be rebuilt each time for nothing
+        self.scene().setItemIndexMethod(QGraphicsScene.ItemIndexMethod.NoIndex)
+        self.setAcceptDrops(True)
+        self.setDragMode(QGraphicsView.DragMode.RubberBandDrag)
+        self.setRubberBandSelectionMode(Qt.ItemSelectionMode.IntersectsItemShape)
+        self.setAlignment(Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignTop)
+        self.setRenderHint(QPainter.RenderHint.Antialiasing)
+        self.setViewportUpdateMode(QGraphicsView.ViewportUpdateMode.FullViewportUpdate)
+        self.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
+        self.menus = LaneMenus(self)
+        self.edge_scroller = EdgeScroller(
+            self,
+            self._dragged_to,
+            lambda: li.HEADER_W * self.transform().m11(),
+            lambda: li.TOP * self.transform().m22(),
+        )
+        self._lanes: list[str] = []
+        self._blocks: dict[int, li.BlockItem] = {}
+        self._headers: list[li.HeaderItem] = []  # pinned to the left edge
+        self._arrows: list[QGraphicsItem] = []
+        self._hint: QGraphicsSimpleTextItem | None = None
+        self._lane_signature: list[tuple[str, str, int]] | None = None
+        self._syncing = False
+        self._press: tuple[QPoint, int, list[int]] | None = None  # pos, grabbed uid, moving
+        self._gesture: int | None = None
+        self._mouse_selecting = False
+        self._indicator: QGraphicsLineItem | None = None
+        self.scene().selectionChanged.connect(self._scene_selection_changed)
+        controller.changed.connect(self.rebuild)
+        controller.selection_changed.connect(self._on_selection_changed)
+        self.rebuild()
+
+    # -- geometry -------------------------------------------------------------------------
+    def lanes(self) -> list[str]:
+        """Lane keys top to bottom: HOST_LANE, then every stream name."""
+        return list(self._lanes)
+
+    def lane_of(self, op: Op) -> str:
+        return op.stream_name if op.op in STREAM_OPS else li.HOST_LANE
+
+    def lane_y(self, key: str) -> float:
+        """Scene y of the top of a lane."""
+        return li.TOP + self._lanes.index(key) * li.LANE_H
+
+    @staticmethod
+    def column_x(index: int) -> float:
+        """Scene x of the left edge of program index ``index``'s column."""
+        return li.HEADER_W + index * li.COL_W
+
+    def lane_at(self, scene_y: float) -> str:
+        row = int((scene_y - li.TOP) // li.LANE_H)
+        return self._lanes[max(0, min(row, len(self._lanes) - 1))]
+
+    def insertion_at(self, scene_x: float) -> int:
+        """Program index a drop at ``scene_x`` inserts at (between the nearest columns)."""
+        index = round((scene_x - li.HEADER_W) / li.COL_W)
+        return max(0, min(index, len(self.controller.pipeline.program)))
+
+    def column_at(self, scene_x: float) -> int:
+        return int((scene_x - li.HEADER_W) // li.COL_W)
+
+    def block(self, uid: int) -> li.BlockItem:
+        return self._blocks[uid]
+
+    def block_center(self, uid: int) -> QPoint:
+        """Viewport position of a block's centre (for tests and tooltips)."""
+        return self.mapFromScene(self._blocks[uid].rect().center())
+
+    def block_tooltip(self, uid: int) -> str:
+        """What hovering a block shows: its index and CUDA call (made on demand)."""
+        pipeline = self.controller.pipeline
+        index = pipeline.op_index(uid)
+        op = pipeline.program[index]
+        where = f"stream {op.stream_name}" if op.op in STREAM_OPS else "host thread"
+        return f"#{index}  {op.display_label} ({where})\n{program_lines(pipeline)[index]}"
+
+    def header(self, key: str) -> li.HeaderItem:
+        return next(h for h in self._headers if h.key == key)
+
+    # -- building -------------------------------------------------------------------------
+    def rebuild(self) -> None:
+        """Bring the scene up to date with the document (after every change).
+
+        Blocks are kept per op and only moved, so an edit of a large program costs little;
+        lanes, the column grid and numbers are drawn by :meth:`drawBackground`.
+        """
+        self._syncing = True
+        try:
+            self._update_lanes()
+            self._update_blocks()
+            self._update_arrows()
+        finally:
+            self._syncing = False
+        self._apply_selection()
+        self.viewport().update()
+
+    def _update_lanes(self) -> None:
+        pipeline = self.controller.pipeline
+        streams = pipeline.all_streams
+        selected = self.controller.selected_stream()
+        signature = [(s.name, s.kind, s.priority) for s in streams]
+        lanes = [li.HOST_LANE, *(s.name for s in streams)]
+        n = len(pipeline.program)
+        width = self.column_x(max(n + 3, 8))
+        self.scene().setSceneRect(QRectF(0, 0, width, li.TOP + len(lanes) * li.LANE_H))
+        if signature == self._lane_signature and self._headers:
+            self._set_hint(n == 0)
+            return
+        self._lane_signature = signature
+        self._lanes = lanes
+        for item in self._headers:
+            self.scene().removeItem(item)
+        self._headers = []
+        for key, stream in zip(self._lanes, [None, *streams], strict=True):
+            header = li.HeaderItem(key, stream, self.lane_y(key), key == selected)
+            header.setZValue(10)
+            self.scene().addItem(header)
+            self._headers.append(header)
+        self._set_hint(n == 0)
+        self._pin_headers()
+
+    def _set_hint(self, show: bool) -> None:
+        if show and self._hint is None:
+            self._hint = QGraphicsSimpleTextItem("Drag operations here from the palette")
+            self._hint.setBrush(self.palette().color(QPalette.ColorRole.PlaceholderText))
+            self.scene().addItem(self._hint)
+        if self._hint is not None:
+            self._hint.setVisible(show)
+            self._hint.setPos(li.HEADER_W + 16, self.lane_y(self._lanes[1]) + li.LANE_H / 2 - 8)
+
+    def _update_blocks(self) -> None:
+        program = self.controller.pipeline.program
+        present = {op.uid for op in program}
+        for uid in [uid for uid in self._blocks if uid not in present]:
+            self.scene().removeItem(self._blocks.pop(uid))
+        for index, op in enumerate(program):
+            x = self.column_x(index) + li.BLOCK_GAP / 2
+            y = self.lane_y(self.lane_of(op))
+            item = self._blocks.get(op.uid)
+            if item is None:
+                item = li.BlockItem(op, index, x, y)
+                self.scene().addItem(item)
+                self._blocks[op.uid] = item
+            else:
+                item.place(op, index, x, y)
+
+    def _update_arrows(self) -> None:
+        for arrow in self._arrows:
+            self.scene().removeItem(arrow)
+        self._arrows = []
+        recorded: dict[str, li.BlockItem] = {}
+        for op in self.controller.pipeline.program:
+            if op.op not in ("event_record", "event_wait", "event_sync") or not op.event:
+                continue
+            item = self._blocks[op.uid]
+            if op.op == "event_record":
+                recorded[op.event] = item
+            elif op.event in recorded:
+                src, dst = recorded[op.event].rect(), item.rect()
+                start = QPointF(src.right(), src.center().y())
+                end = QPointF(dst.left(), dst.center().y())
+                arrow = li.event_arrow(start, end)
+                self.scene().addItem(arrow)
+                self._arrows.append(arrow)
+
+    def drawBackground(self, painter: QPainter, rect: QRectF) -> None:  # noqa: N802 - Qt's name
+        """Lane stripes, the selected stream's lane, and the program-index columns."""
+        pal = self.palette()
+        painter.fillRect(rect, pal.color(QPalette.ColorRole.Window))
+        selected = self.controller.selected_stream()
+        width = self.sceneRect().width()
+        for row, key in enumerate(self._lanes):
+            y = li.TOP + row * li.LANE_H
+            if y > rect.bottom() or y + li.LANE_H < rect.top():
+                continue
+            colour = li.lane_colour(row % 2 == 1, key == selected)
+            painter.fillRect(QRectF(0, y, width, li.LANE_H), colour)
+        bottom = li.TOP + len(self._lanes) * li.LANE_H
+        painter.setPen(QPen(pal.color(QPalette.ColorRole.Midlight), 1))
+        for row in range(len(self._lanes) + 1):
+            y = li.TOP + row * li.LANE_H
+            painter.drawLine(QPointF(rect.left(), y), QPointF(rect.right(), y))
+        first = max(0, self.column_at(rect.left()))
+        last = min(len(self.controller.pipeline.program), self.column_at(rect.right()) + 1)
+        painter.setPen(QPen(pal.color(QPalette.ColorRole.Mid), 1, Qt.PenStyle.DotLine))
+        for index in range(first, last + 1):
+            x = self.column_x(index)
+            painter.drawLine(QPointF(x, li.TOP), QPointF(x, bottom))
+
+    def drawForeground(self, painter: QPainter, rect: QRectF) -> None:  # noqa: N802 - Qt's name
+        """The ruler of program indexes, frozen at the top like the headers are at the left."""
+        pal = self.palette()
+        top_left = self.mapToScene(0, 0)
+        top = max(0.0, top_left.y())
+        painter.fillRect(
+            QRectF(rect.left(), top, rect.width(), li.TOP), pal.color(QPalette.ColorRole.Window)
+        )
+        n = len(self.controller.pipeline.program)
+        first = max(0, self.column_at(rect.left()))
+        last = min(n, self.column_at(rect.right()) + 1)
+        step = 1 if li.COL_W * self.transform().m11() >= 28 else 5
+        painter.setPen(pal.color(QPalette.ColorRole.PlaceholderText))
+        for index in range(first, last):
+            if index % step == 0:
+                label = QRectF(self.column_x(index), top, li.COL_W, li.TOP)
+                painter.drawText(label, Qt.AlignmentFlag.AlignCenter, str(index))
+        li.paint_corner(painter, QRectF(max(0.0, top_left.x()), top, li.HEADER_W, li.TOP))
+
+    def viewportEvent(self, event: QEvent) -> bool:  # noqa: N802 - Qt's name
+        if event.type() == QEvent.Type.ToolTip:
+            item = self._item_at(event.pos())
+            if isinstance(item, li.BlockItem):
+                QToolTip.showText(event.globalPos(), self.block_tooltip(item.uid), self)
+                return True
+        return super().viewportEvent(event)
+
+    def _pin_headers(self) -> None:
+        """Keep lane headers at the view's left edge while the lanes scroll sideways."""
+        left = self.mapToScene(0, 0).x()
+        for header in self._headers:
+            header.setX(max(0.0, left))
+
+    def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802 - Qt's name
+        super().scrollContentsBy(dx, dy)
+        self._pin_headers()
+
+    # -- selection ------------------------------------------------------------------------
+    def _apply_selection(self) -> None:
+        self._syncing = True
+        try:
+            wanted = set(self.controller.selection())
+            for uid, item in self._blocks.items():
+                item.setSelected(uid in wanted)
+            selected = self.controller.selected_stream()
+            self.viewport().update()  # the selected stream's lane is drawn highlighted
+            for header in self._headers:
+                if header.selected != (header.key == selected):
+                    header.selected = header.key == selected
+                    header.update()
+        finally:
+            self._syncing = False
+
+    def _on_selection_changed(self) -> None:
+        self._apply_selection()
+        if not self._mouse_selecting and self._press is None:
+            # a selection made elsewhere (program panel, chart, keys) is brought into view,
+            # clear of the pinned headers on the left
+            uids = self.controller.selection()
+            if uids and uids[0] in self._blocks:
+                rect = self._blocks[uids[0]].rect().adjusted(-li.HEADER_W, 0, 0, 0)
+                self.ensureVisible(rect, 12, 10)
+        self._mouse_selecting = False
+
+    def _scene_selection_changed(self) -> None:
+        if self._syncing:
+            return
+        self._mouse_selecting = True
+        uids = [i.uid for i in self.scene().selectedItems() if isinstance(i, li.BlockItem)]
+        self.controller.set_selection(uids)
+
+    def _item_at(self, pos: QPoint) -> QGraphicsItem | None:
+        for item in self.items(pos):
+            if isinstance(item, li.HeaderItem | li.BlockItem):
+                return item
+        return None
+
+    # -- mouse ----------------------------------------------------------------------------
+    def mousePressEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+        self.setFocus()
+        item = self._item_at(event.position().toPoint())
+        self._mouse_selecting = True  # what the user clicks is in view: do not scroll
+        if event.button() != Qt.MouseButton.LeftButton or item is None:
+            if event.button() == Qt.MouseButton.LeftButton:
+                super().mousePressEvent(event)  # rubber band on empty space
+            return
+        if isinstance(item, li.HeaderItem):
+            self.controller.set_selected_stream(item.key or None)
+            return
+        selection = self.controller.selection()
+        if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            if item.uid in selection:
+                selection.remove(item.uid)
+            else:
+                selection.append(item.uid)
+            self.controller.set_selection(selection)
+            return
+        if item.uid not in selection:
+            self.controller.set_selection([item.uid])
+            selection = [item.uid]
+        self._press = (event.position().toPoint(), item.uid, selection)
+        self._gesture = None
+
+    def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+        item = self._item_at(event.position().toPoint())
+        if isinstance(item, li.HeaderItem) and item.key not in (li.HOST_LANE, DEFAULT_STREAM):
+            self.menus.rename_stream(item.key)  # double-click a lane's name to rename it
+            return
+        super().mouseDoubleClickEvent(event)
+
+    def mouseMoveEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+        if self._press is None:
+            super().mouseMoveEvent(event)
+            return
+        start, grabbed, moving = self._press
+        pos = event.position().toPoint()
+        if self._gesture is None:
+            if (pos - start).manhattanLength() < QApplication.startDragDistance():
+                return
+            self._gesture = next(_gestures)
+            self.viewport().setCursor(Qt.CursorShape.ClosedHandCursor)
+        self.drag_blocks_to(moving, grabbed, self.mapToScene(pos))
+        self.edge_scroller.update(pos)
+
+    def _dragged_to(self, pos: QPoint) -> None:
+        """The view scrolled under a resting drag: follow it with the blocks or drop line."""
+        if self._press is not None and self._gesture is not None:
+            _, grabbed, moving = self._press
+            self.drag_blocks_to(moving, grabbed, self.mapToScene(pos))
+        elif self._indicator is not None and self._indicator.isVisible():
+            self._show_indicator(*self._drop_target(pos))
+
+    def mouseReleaseEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
+        if self._press is not None:
+            _, grabbed, moving = self._press
+            if self._gesture is None and len(moving) > 1:
+                self.controller.set_selection([grabbed])  # a plain click on a multi-selection
+            self._press = None
+            self._gesture = None
+            self.edge_scroller.stop()
+            self.viewport().unsetCursor()
+        else:
+            super().mouseReleaseEvent(event)
+        self._mouse_selecting = False
+
+    def drag_blocks_to(self, uids: list[int], grabbed: int, scene_pos: QPointF) -> None:
+        """Move ``uids`` so that ``grabbed`` lands at the column and lane under ``scene_pos``."""
+        pipeline = self.controller.pipeline
+        present = {op.uid for op in pipeline.program}
+        uids = [uid for uid in uids if uid in present]
+        if grabbed not in uids:
+            return
+        ordered = [op.uid for op in pipeline.program if op.uid in set(uids)]
+        offset = ordered.index(grabbed)
+        last = len(pipeline.program) - len(ordered)
+        index = max(0, min(self.column_at(scene_pos.x()) - offset, last))
+        lane = self.lane_at(scene_pos.y())
+        stream = lane if lane != li.HOST_LANE else None
+        first = pipeline.op_index(ordered[0])
+        contiguous = pipeline.op_index(ordered[-1]) - first == len(ordered) - 1
+        op = pipeline.program[pipeline.op_index(grabbed)]
+        same_lane = stream is None or op.op not in STREAM_OPS or op.stream_name == stream
+        if contiguous and first == index and same_lane:
+            return
+        if self._gesture is None:
+            self._gesture = next(_gestures)
+        self.controller.push(MoveOps(ordered, index, stream, gesture=self._gesture))
+
+    def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt's name
+        """Ctrl+wheel zooms (0.3x to 3x); the wheel alone scrolls."""
+        if not event.modifiers() & Qt.KeyboardModifier.ControlModifier:
+            super().wheelEvent(event)
+            return
+        factor = 1.15 if event.angleDelta().y() > 0 else 1 / 1.15
+        if 0.3 <= self.transform().m11() * factor <= 3.0:
+            self.scale(factor, factor)
+            self._pin_headers()
+        event.accept()
+
+    # -- drops from the palette -----------------------------------------------------------
+    def _drop_target(self, pos: QPoint) -> tuple[int, str]:
+        scene_pos = self.mapToScene(pos)
+        return self.insertion_at(scene_pos.x()), self.lane_at(scene_pos.y())
+
+    def _show_indicator(self, index: int, lane: str) -> None:
+        if self._indicator is None:
+            pen = QPen(self.palette().color(QPalette.ColorRole.Highlight), 3)
+            self._indicator = self.scene().addLine(0, 0, 0, 0, pen)
+            self._indicator.setZValue(20)
+        x = self.column_x(index)
+        y = self.lane_y(lane)
+        self._indicator.setLine(x, y + 2, x, y + li.LANE_H - 2)
+        self._indicator.show()
+
+    def drop_indicator(self) -> QGraphicsLineItem | None:
+        """The drop line while a drag hovers (None or hidden otherwise)."""
+        return self._indicator
+
+    def _hide_indicator(self) -> None:
+        if self._indicator is not None:
+            self._indicator.hide()
+
+    @staticmethod
+    def _accepts(mime: QMimeData) -> bool:
+        return mime.hasFormat(OP_MIME) or mime.hasFormat(OPS_MIME)
+
+    def dragEnterEvent(self, event: QDragEnterEvent) -> None:  # noqa: N802 - Qt's name
+        if self._accepts(event.mimeData()):
+            event.acceptProposedAction()
+            self._show_indicator(*self._drop_target(event.position().toPoint()))
+        else:
+            event.ignore()
+
+    def dragMoveEvent(self, event: QDragMoveEvent) -> None:  # noqa: N802 - Qt's name
+        if not self._accepts(event.mimeData()):
+            event.ignore()
+            return
+        self._show_indicator(*self._drop_target(event.position().toPoint()))
+        self.edge_scroller.update(event.position().toPoint())
+        event.acceptProposedAction()
+
+    def dragLeaveEvent(self, event) -> None:  # noqa: N802 - Qt's name
+        self.edge_scroller.stop()
+        self._hide_indicator()
+        event.accept()
+
+    def dropEvent(self, event: QDropEvent) -> None:  # noqa: N802 - Qt's name
+        self.edge_scroller.stop()
+        self._hide_indicator()
+        mime = event.mimeData()
+        if not self._accepts(mime):
+            event.ignore()
+            return
+        index, lane = self._drop_target(event.position().toPoint())
+        stream = lane or self.controller.current_stream()
+        if mime.hasFormat(OP_MIME):
+            kind = bytes(mime.data(OP_MIME).data()).decode("ascii", "replace")
+            ok = self.insert_new_op(kind, index, stream)
+        else:
+            ok = self.insert_json(bytes(mime.data(OPS_MIME).data()).decode(), index, stream)
+        if ok:
+            # a copy, always: a "move" would make the palette remove the dragged kind
+            event.setDropAction(Qt.DropAction.CopyAction)
+            event.accept()
+        else:
+            event.ignore()
+
+    def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 - Qt's name
+        item = self._item_at(event.pos())
+        scene_pos = self.mapToScene(event.pos())
+        if isinstance(item, li.HeaderItem):
+            menu = self.menus.stream_menu(item.key)
+        elif isinstance(item, li.BlockItem):
+            if item.uid not in self.controller.selection():
+                self.controller.set_selection([item.uid])
+            menu = self.menus.op_menu()
+        else:
+            menu = self.menus.lane_menu(
+                self.lane_at(scene_pos.y()), self.insertion_at(scene_pos.x())
+            )
+        menu.exec(event.globalPos())
