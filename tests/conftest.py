@@ -20,7 +20,7 @@ def _has_gpu() -> bool:
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    if not any("gpu" in item.keywords for item in items):
+    if not any(item.get_closest_marker("gpu") for item in items):
         return
     try:
         has_gpu = _has_gpu()
@@ -30,5 +30,5 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
-        if "gpu" in item.keywords:
+        if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)

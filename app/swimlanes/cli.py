@@ -118,4 +118,8 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    # Run through the imported module so its CommandError is the one the commands raise
+    # (``python -m swimlanes.cli`` would otherwise define a second copy of this module).
+    from swimlanes.cli import main as _main
+
+    sys.exit(_main())

@@ -5,6 +5,20 @@ from __future__ import annotations
 import ctypes
 import ctypes.util
 import functools
+from typing import Any
+
+from swimlanes.gpu.errors import NO_GPU_MESSAGE, ExecutionCancelled, GpuError
+
+__all__ = ["NO_GPU_MESSAGE", "ExecutionCancelled", "GpuError", "cuda_available", "execute"]
+
+
+def __getattr__(name: str) -> Any:
+    # The executor module is light, but keep `import swimlanes.gpu` free of everything else.
+    if name == "execute":
+        from swimlanes.gpu.executor import execute
+
+        return execute
+    raise AttributeError(name)
 
 
 @functools.cache

@@ -1,0 +1,112 @@
+"""``swimlanes compare FILE [--device NAME] [--repeat N] [--measured RUN.json] [--json]``.
+
+Measures the pipeline on this GPU (or takes a saved run with ``--measured``; without a GPU, the
+shipped H200 measurement of a shipped example, saying so), simulates it, and reports per-op
+start/end errors and the makespan error (model minus measurement). The simulation runs on
+``--device``, else on the preset of the measured GPU (``h200`` for an H200), else ``h200``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from swimlanes.cli import CommandError
+from swimlanes.model.document import Pipeline
+from swimlanes.model.io import load_pipeline
+from swimlanes.resources import measurements_dir
+from swimlanes.timeline.timeline import NO_TIME, Timeline
+
+
+def shipped_measurement(pipeline_path: str | Path) -> Path | None:
+    """The shipped H200 run of an example (``resources/measurements/<name>.h200.json``)."""
+    path = measurements_dir() / f"{Path(pipeline_path).stem}.h200.json"
+    return path if path.is_file() else None
+
+
+def measured_timeline(args: argparse.Namespace, pipeline: Pipeline) -> tuple[Timeline, str]:
+    """The measured side and where it came from."""
+    from swimlanes.gpu import NO_GPU_MESSAGE, cuda_available
+    from swimlanes.timeline.io import load_run
+
+    path: str | Path | None = args.measured
+    if path is None and not cuda_available():
+        path = shipped_measurement(args.file)
+        if path is None:
+            raise CommandError(f"{NO_GPU_MESSAGE}; no saved measurement of {Path(args.file).name}")
+        print(
+            f"{NO_GPU_MESSAGE}: comparing with the shipped measurement {path.name}", file=sys.stderr
+        )
+    if path is not None:
+        try:
+            timeline, _ = load_run(path)
+        except (OSError, ValueError) as err:
+            raise CommandError(f"cannot read the measurement {path}: {err}") from None
+        return timeline, str(path)
+    from swimlanes.commands.run import measure
+
+    return measure(pipeline, args.repeat, 1, args.backend), "this GPU"
+
+
+def simulation_device(requested: str | None, measured: Timeline) -> str:
+    from swimlanes.engine import preset_names
+    from swimlanes.gpu.calibrate import preset_name
+
+    if requested:
+        return requested
+    guess = preset_name(measured.device) if measured.device else "h200"
+    return guess if guess in preset_names() else "h200"
+
+
+def _us(v: float | None) -> str:
+    return "-" if v is None else f"{v:.1f}"
+
+
+def format_comparison(data: dict, source: str) -> str:
+    lines = [
+        f"{data['pipeline']}: simulated on {data['device_sim']}, measured on "
+        f"{data['device_measured']} ({source}); times in us, errors = model - measurement",
+        "",
+        f"{'#':>4}  {'op':<12} {'label':<20} {'sim start':>10} {'sim end':>10} "
+        f"{'meas start':>10} {'meas end':>10} {'end err':>9}  flag",
+    ]
+    for r in data["ops"]:
+        lines.append(
+            f"{r['index']:>4}  {r['op']:<12} {(r['label'] or '')[:20]:<20} {_us(r['sim_start_us']):>10} "
+            f"{_us(r['sim_end_us']):>10} {_us(r['meas_start_us']):>10} {_us(r['meas_end_us']):>10} "
+            f"{_us(r['end_error_us']):>9}  {'!' if r['flagged'] else ''}"
+        )
+    err = data["makespan_error_pct"]
+    lines += [
+        "",
+        f"makespan  simulated {_us(data['makespan_sim_us'])} us, measured "
+        f"{_us(data['makespan_measured_us'])} us, error {'-' if err is None else f'{err:+.1f}%'}",
+        f"flagged   {sum(1 for r in data['ops'] if r['flagged'])} of {len(data['ops'])} ops",
+    ]
+    return "\n".join(lines)
+
+
+def run(args: argparse.Namespace) -> int:
+    from swimlanes.engine import get_preset, simulate
+    from swimlanes.timeline.compare import compare_timelines
+
+    pipeline = load_pipeline(args.file)
+    measured, source = measured_timeline(args, pipeline)
+    if not len(measured) or measured.t0 == NO_TIME:
+        raise CommandError("the measurement holds no ops")
+    device = simulation_device(args.device, measured)
+    try:
+        simulated = simulate(pipeline, get_preset(device))
+    except ValueError as err:
+        raise CommandError(str(err)) from None
+    data = compare_timelines(simulated, measured).to_json()
+    data["pipeline"] = pipeline.name
+    data["measured_source"] = source
+    data["backend"] = measured.meta.get("backend")
+    if args.json:
+        print(json.dumps(data, indent=2))
+    else:
+        print(format_comparison(data, source))
+    return 0

@@ -1,0 +1,395 @@
+"""Measure the GPU this runs on and fit a device preset for the simulator.
+
+Every measurement is a small generated pipeline run through the executor (so host costs are
+those of the calls the executor really makes, and device spans come from the same back end as
+``swimlanes run``):
+
+* copy time vs size, 1 KB .. 1 GB, per direction, pinned and pageable, each copy alone
+  (``bandwidth_table`` and the per-kind GB/s at 256 MB, ``copy_latency_us`` from 1 KB copies);
+* an H2D and a D2H copy at once (``bidirectional_slowdown``);
+* same-direction copies on several streams: the order the copy engine ran them;
+* the host cost of each API call (``issue_cost_us``), kernel launch latency on an idle GPU;
+* SM count and block limits (device attributes) and the synthetic kernels' measured residency
+  (waves of 100 us blocks), device-to-device copy and memset bandwidth (``memory_gbps``) and
+  the FMA kernel's rate (``peak_tflops``).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import statistics
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from swimlanes.gpu.backend import CudaBackend, make_backend
+from swimlanes.gpu.errors import ExecutionCancelled, GpuError
+from swimlanes.gpu.executor import execute
+from swimlanes.gpu.plan import DeviceInfo
+from swimlanes.model.validate import pipeline_from_dict
+from swimlanes.timeline.timeline import NO_TIME, Timeline
+
+KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
+FULL_SIZES = [KB * 4**i for i in range(11)]  # 1 KB .. 1 GB
+QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
+REFERENCE_SIZE = 256 * MB
+ISSUE_SAMPLES = 40
+#: Pipelines calibrate() runs (for its progress fraction).
+MEASUREMENTS = 12
+
+
+class _Calibration:
+    def __init__(self, be: CudaBackend, quick: bool, progress: Any, cancel: Any) -> None:
+        self.be = be
+        self.quick = quick
+        self.repeat = 2 if quick else 3
+        self.progress = progress
+        self.cancel = cancel
+        self.steps_done = 0
+        self.raw: dict[str, Any] = {}
+
+    def measure(
+        self,
+        name: str,
+        streams: list[dict],
+        program: list[dict],
+        backend: str = "auto",
+        repeat: int | None = None,
+    ) -> Timeline:
+        if self.cancel is not None and self.cancel():
+            raise ExecutionCancelled("calibration cancelled")
+        doc = {"format": "swimlanes-pipeline", "version": 1, "name": name}
+        p = pipeline_from_dict({**doc, "streams": streams, "program": program})
+        reps = repeat or self.repeat
+        tl = execute(p, repeat=reps, warmup=1, backend=backend, cuda_backend=self.be)
+        self.steps_done += 1
+        if self.progress is not None:
+            self.progress(min(1.0, self.steps_done / MEASUREMENTS))
+        if backend == "auto":
+            self.raw.setdefault("backend", tl.meta.get("backend"))
+        return tl
+
+    # -- copies -----------------------------------------------------------------------------
+    def copy_sweep(self) -> dict[str, list[list[float]]]:
+        sizes = QUICK_SIZES if self.quick else FULL_SIZES
+        table: dict[str, list[list[float]]] = {}
+        for kind in ("h2d", "d2h"):
+            for mem in ("pinned", "pageable"):
+                program: list[dict] = []
+                for n in sizes:
+                    program.append({"op": kind, "stream": "s", "bytes": n, "host_memory": mem})
+                    program.append({"op": "stream_sync", "stream": "s"})
+                # Pageable copies go through the CPU's staging copy: noisier, so more runs.
+                reps = self.repeat + (2 if mem == "pageable" else 0)
+                tl = self.measure(f"{kind} {mem}", [{"name": "s"}], program, repeat=reps)
+                rows = [r for r in range(len(tl)) if tl.op_kind(r) == kind]
+                table[f"{kind}_{mem}"] = [
+                    [float(n), round(n / max(1, int(tl.end[r] - tl.start[r])), 3)]
+                    for n, r in zip(sizes, rows, strict=True)
+                ]
+                self.raw[f"copy_{kind}_{mem}"] = [_span(tl, r) for r in rows]
+        return table
+
+    def bidirectional(self, n: int) -> float:
+        s = [{"name": "a", "kind": "non_blocking"}, {"name": "b", "kind": "non_blocking"}]
+        prog = [
+            {"op": "h2d", "stream": "a", "bytes": n},
+            {"op": "d2h", "stream": "b", "bytes": n},
+            {"op": "device_sync"},
+            {"op": "h2d", "stream": "a", "bytes": n},
+            {"op": "device_sync"},
+            {"op": "d2h", "stream": "b", "bytes": n},
+            {"op": "device_sync"},
+        ]
+        tl = self.measure("bidirectional", s, prog)
+        both = [_dur(tl, 0), _dur(tl, 1)]
+        alone = [_dur(tl, 3), _dur(tl, 5)]
+        self.raw["bidirectional"] = {"bytes": n, "together_ns": both, "alone_ns": alone}
+        return round(statistics.mean(b / a for b, a in zip(both, alone, strict=True)) - 1.0, 4)
+
+    def copy_order(self, n: int) -> None:
+        s = [{"name": f"s{i}", "kind": "non_blocking"} for i in (1, 2, 3)]
+        prog = [{"op": "h2d", "stream": f"s{i}", "bytes": n} for i in (1, 2, 3)]
+        prog += [{"op": "device_sync"}, {"op": "h2d", "stream": "s1", "bytes": n}]
+        prog += [
+            {"op": "h2d", "stream": "s2", "bytes": n},
+            {"op": "h2d", "stream": "s1", "bytes": n},
+        ]
+        tl = self.measure("copy order", s, prog)
+        first = sorted((0, 1, 2), key=lambda r: int(tl.start[r]))
+        second = sorted((4, 5, 6), key=lambda r: int(tl.start[r]))
+        self.raw["copy_order"] = {
+            "three_streams_issued_s1_s2_s3_ran": [tl.stream_name(r) for r in first],
+            "issued_s1_s2_s1_ran": [f"{tl.stream_name(r)}#{r}" for r in second],
+        }
+
+    # -- host costs and latencies -----------------------------------------------------------
+    def issue_costs(self) -> dict[str, float]:
+        k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 1}
+        small = 4 * KB
+        groups: dict[str, dict] = {
+            "kernel": k,
+            "event_record": {"op": "event_record", "stream": "s", "event": "e"},
+            "event_wait": {"op": "event_wait", "stream": "t", "event": "e"},
+            "memset": {"op": "memset", "stream": "s", "bytes": small},
+            "h2d": {"op": "h2d", "stream": "s", "bytes": small},
+            "d2h": {"op": "d2h", "stream": "s", "bytes": small},
+            "d2d": {"op": "d2d", "stream": "s", "bytes": small},
+            "host_func": {"op": "host_func", "stream": "s", "duration_us": 1},
+            "stream_sync": {"op": "stream_sync", "stream": "s"},
+            "event_sync": {"op": "event_sync", "event": "e"},
+            "device_sync": {"op": "device_sync"},
+        }
+        program: list[dict] = [{"op": "event_record", "stream": "s", "event": "e"}]
+        for op in groups.values():
+            program += [dict(op) for _ in range(ISSUE_SAMPLES)]
+            program.append({"op": "device_sync"})
+        for _ in range(ISSUE_SAMPLES // 2):
+            program += [{"op": "malloc", "bytes": MB}, {"op": "free"}]
+        # Measured under the default back end (what `swimlanes run` measures against), and
+        # without any device instrumentation (what a plain program pays), both kept raw.
+        costs: dict[str, dict[str, float]] = {}
+        for backend in ("none", "auto"):
+            tl = self.measure("issue costs", [{"name": "s"}, {"name": "t"}], program, backend)
+            cost = (tl.issue_end - tl.issue_start) / 1000.0
+            costs[backend] = {"host": 0.0}
+            for kind in (*groups, "malloc", "free"):
+                rows = [r for r in range(1, len(tl)) if tl.op_kind(r) == kind]
+                costs[backend][kind] = round(float(np.median(cost[rows])), 3)
+        out = costs["auto"]
+        self.raw["issue_cost_us"] = out
+        self.raw["issue_cost_uninstrumented_us"] = costs["none"]
+        return out
+
+    def launch_latency(self) -> float:
+        k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 5}
+        program = []
+        for _ in range(ISSUE_SAMPLES):
+            program += [dict(k), {"op": "stream_sync", "stream": "s"}]
+        tl = self.measure("launch latency", [{"name": "s"}], program)
+        rows = [r for r in range(len(tl)) if tl.op_kind(r) == "kernel"]
+        after_return = [(int(tl.start[r]) - int(tl.issue_end[r])) / 1000.0 for r in rows]
+        after_call = [(int(tl.start[r]) - int(tl.issue_start[r])) / 1000.0 for r in rows]
+        self.raw["launch_latency_us"] = {
+            "start_minus_call_return": round(float(np.median(after_return)), 3),
+            "start_minus_call_start": round(float(np.median(after_call)), 3),
+        }
+        # A kernel's span beyond its blocks' time (launch and completion on the device).
+        overhead = [_dur(tl, r) / 1000.0 - 5.0 for r in rows]
+        self.raw["kernel_overhead_us"] = round(float(np.median(overhead)), 3)
+        return max(0.0, round(float(np.median(after_return)), 3))
+
+    def sync_return(self) -> None:
+        """How long after the device finishes a blocking call returns to the host."""
+        k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 100}
+        waits = {
+            "stream_sync": [{"op": "stream_sync", "stream": "s"}],
+            "event_sync": [
+                {"op": "event_record", "stream": "s", "event": "e"},
+                {"op": "event_sync", "event": "e"},
+            ],
+            "device_sync": [{"op": "device_sync"}],
+            "sync_copy": [{"op": "d2h", "stream": "s", "bytes": 4 * MB, "async": False}],
+        }
+        program: list[dict] = []
+        for ops in waits.values():
+            for _ in range(ISSUE_SAMPLES // 2):
+                program += [dict(k), *[dict(o) for o in ops]]
+        tl = self.measure("sync return", [{"name": "s"}], program)
+        out: dict[str, float] = {}
+        r, per = 0, ISSUE_SAMPLES // 2
+        for name, ops in waits.items():
+            gaps = []
+            for _ in range(per):
+                last = r + len(ops)  # the blocking call; it waits for the kernel (or copy)
+                device_end = int(tl.end[last if name == "sync_copy" else r])
+                gaps.append((int(tl.issue_end[last]) - device_end) / 1000.0)
+                r += 1 + len(ops)
+            out[name] = round(float(np.median(gaps)), 3)
+        self.raw["sync_return_us"] = out
+
+    # -- SMs, memory and arithmetic ---------------------------------------------------------
+    def residency(self, sm: int, max_threads: int, max_blocks: int) -> dict[str, Any]:
+        block_us = 100.0
+        program, configs = [], []
+        for threads in (64, 128, 256, 512, 1024):
+            per_sm = min(max_blocks, max_threads // threads)
+            for waves in (1, 4):
+                blocks = sm * per_sm * waves
+                configs.append((threads, per_sm, waves, blocks))
+                program.append(
+                    {
+                        "op": "kernel",
+                        "stream": "s",
+                        "blocks": blocks,
+                        "threads": threads,
+                        "block_us": block_us,
+                    }
+                )
+        tl = self.measure("residency", [{"name": "s"}], program)
+        rows = []
+        for r, (threads, per_sm, waves, blocks) in enumerate(configs):
+            dur_us = _dur(tl, r) / 1000.0
+            seen_waves = max(1, round(dur_us / block_us))
+            rows.append(
+                {
+                    "threads": threads,
+                    "blocks": blocks,
+                    "model_blocks_per_sm": per_sm,
+                    "measured_blocks_per_sm": math.ceil(blocks / (sm * seen_waves)),
+                    "duration_us": round(dur_us, 3),
+                    "overhead_per_wave_us": round((dur_us - waves * block_us) / waves, 3),
+                }
+            )
+        self.raw["residency"] = rows
+        return {
+            "rows": rows,
+            "all_match": all(x["model_blocks_per_sm"] == x["measured_blocks_per_sm"] for x in rows),
+        }
+
+    def memory_and_flops(self, sm: int) -> tuple[float, float]:
+        n = 256 * MB if self.quick else GB
+        flops = 2e11 if self.quick else 1e12
+        program = [
+            {"op": "d2d", "stream": "s", "bytes": n},
+            {"op": "memset", "stream": "s", "bytes": n},
+            {"op": "kernel", "stream": "s", "blocks": sm * 8, "threads": 256, "flops": flops},
+            {"op": "kernel", "stream": "s", "blocks": sm * 32, "threads": 256, "bytes": n},
+        ]
+        tl = self.measure("memory and flops", [{"name": "s"}], program)
+        d2d, memset, fma, stream = (_dur(tl, r) for r in range(4))
+        self.raw["memory"] = {
+            "bytes": n,
+            "d2d_gbps": round(2 * n / d2d, 1),
+            "memset_gbps": round(n / memset, 1),
+            "stream_kernel_gbps": round(n / stream, 1),
+            "fma_kernel_tflops": round(flops / fma / 1000.0, 2),
+        }
+        return round(2 * n / d2d, 1), round(flops / fma / 1000.0, 2)
+
+
+def _dur(tl: Timeline, row: int) -> int:
+    if tl.start[row] == NO_TIME or tl.end[row] == NO_TIME:
+        raise GpuError(
+            f"calibration ({tl.name}): no device span was measured for op {row} "
+            f"({tl.meta.get('cupti_unmatched') or tl.meta.get('backend')})"
+        )
+    return max(1, int(tl.end[row]) - int(tl.start[row]))
+
+
+def _span(tl: Timeline, r: int) -> dict[str, float]:
+    return {
+        "bytes": int(tl.bytes[r]),
+        "issue_us": round((int(tl.issue_end[r]) - int(tl.issue_start[r])) / 1000.0, 3),
+        "duration_us": round(_dur(tl, r) / 1000.0, 3),
+    }
+
+
+def _gbps_at(table: list[list[float]], n: int) -> float:
+    return min(table, key=lambda p: abs(math.log(p[0] / n)))[1]
+
+
+def preset_name(device: str) -> str:
+    """``h200`` for an NVIDIA H200, else a slug of the device name."""
+    if "H200" in device.upper():
+        return "h200"
+    return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "gpu"
+
+
+def calibrate(
+    *,
+    quick: bool = False,
+    progress: Callable[[float], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    cuda_backend: CudaBackend | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Measure the GPU; returns (preset JSON dict, raw measurements dict)."""
+    be = cuda_backend if cuda_backend is not None else make_backend()
+    info = be.device_info()
+    c = _Calibration(be, quick, progress, cancel)
+    ref = REFERENCE_SIZE if not quick else 64 * MB
+    measured: dict[str, Any] = {"bandwidth_table": c.copy_sweep()}
+    measured["bidirectional_slowdown"] = max(0.0, c.bidirectional(ref))
+    c.copy_order(64 * MB)
+    measured["issue_cost_us"] = c.issue_costs()
+    measured["kernel_launch_latency_us"] = c.launch_latency()
+    c.sync_return()
+    residency = c.residency(info.sm_count, info.max_threads_per_sm, info.max_blocks_per_sm)
+    measured["memory_gbps"], measured["peak_tflops"] = c.memory_and_flops(info.sm_count)
+    measured["priority_least"], measured["priority_greatest"] = _priority_range(be)
+    when = datetime.now(UTC).strftime("%Y-%m-%d")
+    preset = _fit_preset(info, measured, ref, when)
+    c.raw.update(
+        device=info.name,
+        date=when,
+        quick=quick,
+        sm_count=info.sm_count,
+        residency_matches_model=residency["all_match"],
+    )
+    if progress is not None:
+        progress(1.0)
+    return preset, c.raw
+
+
+def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str) -> dict:
+    """The preset: the built-in one of this GPU (if any) with every measured figure put in."""
+    from swimlanes.engine.presets import DevicePreset, get_preset
+
+    name = preset_name(info.name)
+    fields = (get_preset("h200") if name == "h200" else DevicePreset(name=name)).to_dict()
+    table = measured["bandwidth_table"]
+    fields.update(
+        measured,
+        name=name,
+        description=(
+            f"{info.name} calibrated by `swimlanes calibrate` on {when}: copy rates per size, "
+            "API costs as the Numba executor makes the calls (with CUPTI tracing on, as "
+            "`swimlanes run` measures), launch latency, SM limits."
+        ),
+        sm_count=info.sm_count,
+        max_threads_per_sm=info.max_threads_per_sm,
+        max_blocks_per_sm=info.max_blocks_per_sm,
+        copy_latency_us=round(table["h2d_pinned"][0][0] / table["h2d_pinned"][0][1] / 1000.0, 3),
+        issue_cost_us={**fields.get("issue_cost_us", {}), **measured["issue_cost_us"]},
+        **{f"{key}_gbps": _gbps_at(table[key], ref) for key in table},
+    )
+    return DevicePreset.from_dict(fields).to_dict()  # validates every figure
+
+
+def _priority_range(be: CudaBackend) -> tuple[int, int]:
+    """(least, greatest) stream priority; the simulator backend reports CUDA's usual 0, -5."""
+    drv = getattr(be, "drv", None)
+    if drv is None:
+        return 0, -5
+    lo, hi = be.check(drv.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")  # type: ignore[attr-defined]
+    return int(lo), int(hi)
+
+
+def summary_lines(preset: dict[str, Any], raw: dict[str, Any]) -> list[str]:
+    """What ``swimlanes calibrate`` prints."""
+    costs = preset["issue_cost_us"]
+    mem = raw.get("memory", {})
+    return [
+        f"device            {raw.get('device')} ({preset['sm_count']} SMs), back end {raw.get('backend')}",
+        f"pinned  H2D/D2H   {preset['h2d_pinned_gbps']:.1f} / {preset['d2h_pinned_gbps']:.1f} GB/s",
+        f"pageable H2D/D2H  {preset['h2d_pageable_gbps']:.1f} / {preset['d2h_pageable_gbps']:.1f} GB/s",
+        f"both directions   each {100 * preset['bidirectional_slowdown']:.1f}% slower",
+        f"copy engine order {raw.get('copy_order', {}).get('three_streams_issued_s1_s2_s3_ran')}",
+        f"kernel launch     {costs['kernel']:.1f} us host "
+        f"({raw.get('issue_cost_uninstrumented_us', {}).get('kernel', 0):.1f} without tracing), "
+        f"{preset['kernel_launch_latency_us']:.1f} us to start, "
+        f"{raw.get('kernel_overhead_us', 0):.2f} us over its blocks' time",
+        "blocking calls    return "
+        + ", ".join(
+            f"{k.replace('_', ' ')} {v:.1f}" for k, v in raw.get("sync_return_us", {}).items()
+        )
+        + " us after the device is done",
+        f"event record      {costs['event_record']:.1f} us host; copy call {costs['h2d']:.1f} us",
+        f"device memory     {preset['memory_gbps']:.0f} GB/s (d2d), memset {mem.get('memset_gbps')} GB/s",
+        f"FMA kernel        {preset['peak_tflops']:.1f} TFLOP/s",
+        f"residency         {'matches' if raw.get('residency_matches_model') else 'DIFFERS from'} "
+        "the block-limit model",
+    ]

@@ -1,0 +1,228 @@
+"""The backend for numba's CUDA simulator (``NUMBA_ENABLE_CUDASIM=1``), used by CI.
+
+The simulator has no driver: no raw allocations, no stream flags or priorities, no
+``external_stream``, no timing events, no device attributes, no host functions. This backend
+keeps the executor's planning and issuing logic exactly as on a GPU and replaces only those
+calls: buffers are simulator device arrays and numpy arrays, streams are ``cuda.stream()``,
+copies go through numba's ``copy_to_device`` / ``copy_to_host`` on those streams, and every
+issued call is appended to :attr:`calls` so tests can check what was issued, in which order.
+The simulator runs every GPU thread as a Python thread, so a kernel is launched with one
+block of one thread and its requested configuration is logged instead.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+import numpy as np
+
+from swimlanes.gpu.backend import Buffer, Step, StreamHandle, busy_wait_ns, host_available_bytes
+from swimlanes.gpu.errors import GpuError
+from swimlanes.gpu.hostfunc import SLOT_DURATION, SLOT_END, SLOT_START
+from swimlanes.gpu.plan import DeviceInfo, KernelPlan
+from swimlanes.model.document import Stream
+
+#: What the simulated device reports (an H200's shape, with a settable amount of free memory).
+SIM_DEVICE = DeviceInfo("numba CUDA simulator", 132, 2048, 32, 8 << 30, 8 << 30)
+
+
+class SimEvent:
+    """A simulator stand-in for a CUDA event: remembers when it was recorded."""
+
+    def __init__(self) -> None:
+        self.recorded_ns: int | None = None
+
+
+class SimulatorBackend:
+    """Runs a plan under numba's CUDA simulator and logs every call."""
+
+    name = "simulator"
+    simulator = True
+
+    def __init__(self, info: DeviceInfo = SIM_DEVICE, host_bytes: int | None = None) -> None:
+        from numba import config, cuda
+
+        if not config.ENABLE_CUDASIM:
+            raise GpuError("the simulator backend needs NUMBA_ENABLE_CUDASIM=1")
+        self.cuda = cuda
+        self.info = info
+        self.host_bytes = host_bytes
+        self.calls: list[tuple[Any, ...]] = []
+        self._live = 0
+        self._kernel: Any = None
+        self._next_ptr = 0x1000
+
+    @property
+    def live_allocations(self) -> int:
+        return self._live
+
+    def device_info(self) -> DeviceInfo:
+        return self.info
+
+    def host_available_bytes(self) -> int | None:
+        return self.host_bytes if self.host_bytes is not None else host_available_bytes()
+
+    # -- memory -----------------------------------------------------------------------------
+    def alloc(self, kind: str, nbytes: int) -> Buffer:
+        nbytes = max(1, int(nbytes))
+        if kind == "device":
+            arr = self.cuda.device_array(nbytes, dtype=np.uint8)
+        elif kind == "pinned":
+            arr = self.cuda.pinned_array(nbytes, dtype=np.uint8)
+        else:
+            arr = np.ones(nbytes, dtype=np.uint8)
+        self._next_ptr += nbytes
+        self._live += 1
+        self.calls.append(("alloc", kind, nbytes))
+        return Buffer(kind, nbytes, self._next_ptr, None if kind == "device" else arr, arr)
+
+    def release(self, buf: Buffer) -> None:
+        buf.owner = buf.array = None
+        self._live -= 1
+        self.calls.append(("release", buf.kind, buf.nbytes))
+
+    # -- streams and events -----------------------------------------------------------------
+    def create_stream(self, stream: Stream) -> StreamHandle:
+        if stream.kind == "legacy_default":
+            return StreamHandle(stream.name, stream.kind, 0, 1, self.cuda.default_stream())
+        self._live += 1
+        self.calls.append(("create_stream", stream.name, stream.kind, stream.priority))
+        return StreamHandle(
+            stream.name, stream.kind, stream.priority, 0, self.cuda.stream(), owned=True
+        )
+
+    def destroy_stream(self, s: StreamHandle) -> None:
+        if s.owned:
+            s.owned = False
+            self._live -= 1
+            self.calls.append(("destroy_stream", s.name))
+
+    def create_event(self) -> SimEvent:
+        self._live += 1
+        return SimEvent()
+
+    def destroy_event(self, ev: Any) -> None:
+        self._live -= 1
+
+    def elapsed_ns(self, ev_from: Any, ev_to: Any) -> int | None:
+        if ev_from.recorded_ns is None or ev_to.recorded_ns is None:
+            return None
+        return ev_to.recorded_ns - ev_from.recorded_ns
+
+    def synchronize(self) -> None:
+        self.cuda.synchronize()
+
+    # -- issue steps ------------------------------------------------------------------------
+    def _log(self, *entry: Any) -> None:
+        self.calls.append(entry)
+
+    def compile_kernels(self) -> None:
+        if self._kernel is None:
+            cuda = self.cuda
+
+            @cuda.jit
+            def stand_in(out):
+                out[0] = 1
+
+            self._kernel = stand_in
+            self._scratch = cuda.device_array(1, dtype=np.float32)
+
+    def prepare_kernel(self, k: KernelPlan, s: StreamHandle, a: Buffer, b: Buffer) -> Step:
+        self.compile_kernels()
+        launch, out = self._kernel[1, 1, s.numba_stream], self._scratch
+        kind = "kernel" if k.purpose == "op" else "warm-up kernel"
+        entry = (kind, s.name, k.variant, k.blocks, k.threads, k.block_ns)
+
+        def step() -> None:
+            self._log(*entry)
+            launch(out)
+
+        return step
+
+    def prepare_copy(
+        self, kind: str, s: StreamHandle, dev: Buffer, other: Buffer, nbytes: int, sync: bool
+    ) -> Step:
+        d, h, ns = dev.owner, other.owner, s.numba_stream
+        stream = 0 if sync else ns
+
+        def step() -> None:
+            self._log(kind, s.name, nbytes, other.kind, sync)
+            if kind == "h2d":
+                d[:nbytes].copy_to_device(h[:nbytes], stream=stream)
+            elif kind == "d2h":
+                d[:nbytes].copy_to_host(h[:nbytes], stream=stream)
+            else:
+                h[:nbytes].copy_to_device(d[:nbytes], stream=stream)
+
+        return step
+
+    def prepare_memset(self, s: StreamHandle, dev: Buffer, nbytes: int, sync: bool) -> Step:
+        def step() -> None:
+            self._log("memset", s.name, nbytes, sync)
+
+        return step
+
+    def prepare_event_record(self, ev: Any, s: StreamHandle) -> Step:
+        def step() -> None:
+            self._log("event_record", s.name)
+            ev.recorded_ns = time.perf_counter_ns()
+
+        return step
+
+    def prepare_event_wait(self, ev: Any, s: StreamHandle) -> Step:
+        return lambda: self._log("event_wait", s.name)
+
+    def prepare_event_sync(self, ev: Any) -> Step:
+        return lambda: self._log("event_sync")
+
+    def prepare_stream_sync(self, s: StreamHandle) -> Step:
+        def step() -> None:
+            self._log("stream_sync", s.name)
+            s.numba_stream.synchronize()
+
+        return step
+
+    def prepare_device_sync(self) -> Step:
+        def step() -> None:
+            self._log("device_sync")
+            self.cuda.synchronize()
+
+        return step
+
+    def prepare_host_func(self, s: StreamHandle, slot: np.ndarray) -> Step:
+        # Kernels and copies already ran synchronously, so running the callback now keeps order.
+        def step() -> None:
+            self._log("host_func", s.name)
+            slot[SLOT_START] = time.perf_counter_ns()
+            busy_wait_ns(int(slot[SLOT_DURATION]))
+            slot[SLOT_END] = time.perf_counter_ns()
+
+        return step
+
+    def alloc_slot(self, slots: list[int], slot: int, nbytes: int) -> None:
+        self._live += 1
+        self._next_ptr += nbytes
+        slots[slot] = self._next_ptr
+
+    def prepare_malloc(self, slots: list[int], slot: int, nbytes: int) -> Step:
+        def step() -> None:
+            self._log("malloc", nbytes)
+            self.alloc_slot(slots, slot, nbytes)
+
+        return step
+
+    def prepare_free(self, slots: list[int], slot: int) -> Step:
+        def step() -> None:
+            self._log("free")
+            self.free_slot(slots, slot)
+
+        return step
+
+    def free_slot(self, slots: list[int], slot: int) -> None:
+        if slots[slot]:
+            slots[slot] = 0
+            self._live -= 1
+
+    def close(self) -> None:
+        pass

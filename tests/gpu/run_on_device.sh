@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Everything the GPU machine runs, in one go: `bash tests/gpu/run_on_device.sh [STAGES]`.
+# STAGES (comma-separated, default all): nvtx, tests, calibrate, examples, accuracy, bench.
+# The GPU machine's own numpy breaks numba-cuda's compiler and it has no package index, so the
+# wheels this needs sit in .whl/ (numpy 2.4.6, cupti-python 13.0.1, pyelftools; cp312) and are
+# installed into /tmp/site. Logs, the preset, the raw calibration, the measured runs (runs.tgz),
+# the accuracy table and the benchmark lines are written under $OUT.
+set -u
+STAGES="${1:-nvtx,tests,calibrate,examples,accuracy,bench}"
+OUT="${OUT:-/tmp/swimlanes-out}"
+REPEAT="${REPEAT:-7}"
+mkdir -p "$OUT" "$OUT/runs"
+python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+    --target /tmp/site .whl/*.whl || exit 1
+export PYTHONPATH=/tmp/site:app
+export PYTHONUNBUFFERED=1
+PY=python3
+SW="$PY -m swimlanes"
+has() { [[ ",$STAGES," == *",$1,"* ]]; }
+log() { echo "== $(date -u +%H:%M:%S) $*"; }
+
+{
+log "device"
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
+$PY -c "import numba, numba.cuda, numpy, cuda.bindings; print(numba.__version__, numba.cuda.__file__, numpy.__version__, cuda.bindings.__version__)"
+
+if has nvtx; then
+    log "nvtx"
+    $PY -c "from swimlanes.gpu.probes import NvtxRanges; print(NvtxRanges(True).status)"
+    if command -v nsys >/dev/null; then
+        nsys profile -q -t cuda,nvtx -o /tmp/sl-nvtx -f true \
+            $SW run resources/examples/two-streams.json --repeat 1 >/dev/null
+        nsys stats -q --report nvtx_sum /tmp/sl-nvtx.nsys-rep 2>&1 | head -20
+    else
+        echo "nsys is not installed here"
+    fi
+fi
+if has tests; then
+    log "pytest -m gpu"
+    $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu -o addopts="" 2>&1 | tail -60
+fi
+if has calibrate; then
+    log "calibrate"
+    $SW calibrate -o "$OUT/h200.json" --raw "$OUT/h200-raw.json"
+    echo "calibrate rc=$?"
+fi
+PRESET="$OUT/h200.json"
+[ -f "$PRESET" ] || PRESET=resources/presets/h200.json
+if has examples; then
+    for f in resources/examples/*.json; do
+        name=$(basename "$f" .json)
+        log "run $name"
+        $SW run "$f" --repeat "$REPEAT" -o "$OUT/runs/$name.h200.json" > "$OUT/runs/$name.txt" 2>&1
+        echo "rc=$?"; tail -8 "$OUT/runs/$name.txt"
+    done
+fi
+if has accuracy; then
+    log "accuracy"
+    $PY tests/gpu/accuracy.py --preset "$PRESET" --runs "$OUT/runs" --out "$OUT/accuracy"
+    log "compare two-streams (run + simulate on the calibrated preset)"
+    $SW compare resources/examples/two-streams.json --device "$PRESET" --repeat 3
+    echo "compare rc=$?"
+fi
+if has bench; then
+    log "bench"
+    $PY benchmarks/bench_gpu.py | tee "$OUT/bench_gpu.jsonl"
+fi
+log "done"
+} 2>&1 | tee "$OUT/log.txt"
+tar -C "$OUT" -czf "$OUT/runs.tgz" runs 2>/dev/null && rm -rf "$OUT/runs"
