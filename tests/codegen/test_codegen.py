@@ -81,9 +81,9 @@ def test_generated_python_issues_every_call_in_program_order() -> None:
     source = generate_python(hostile_pipeline())
     body = source.split("def run_program", 1)[1].split("\ndef main", 1)[0]
     expected = [
-        "copy_to_device", "copy_to_host", "copy_to_host", "spin_kernel", "spin_kernel",
+        "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoH(", "spin_kernel", "spin_kernel",
         "roofline_kernel", ".record(", ".wait(", "cuMemsetD8Async", "cuMemsetD8(",
-        "copy_to_device", "add_callback", "busy_wait_us", "cuMemAlloc", "cuMemFree",
+        "cuMemcpyDtoDAsync", "add_callback", "busy_wait_us", "cuMemAlloc", "cuMemFree",
         ".synchronize()", ".synchronize()", "cuda.synchronize()",
     ]
     pos = 0
@@ -145,3 +145,29 @@ def test_codegen_cli_rejects_a_bad_pipeline(tmp_path: Path, capsys) -> None:
     assert main(["codegen", str(bad), "--lang", "cuda", "-o", str(tmp_path / "x.cu")]) == 2
     assert "program[0].bytes" in capsys.readouterr().err
     assert not (tmp_path / "x.cu").exists()
+
+
+def test_sync_copy_on_a_named_stream_is_an_async_copy_then_a_stream_sync() -> None:
+    pipeline = pipeline_from_dict(
+        {
+            "format": "swimlanes-pipeline",
+            "version": 1,
+            "streams": [{"name": "copies", "kind": "blocking"}],
+            "program": [
+                {"op": "d2h", "stream": "copies", "bytes": 4096, "async": False},
+                {"op": "h2d", "bytes": 4096, "async": False},
+            ],
+        }
+    )
+    py = generate_python(pipeline).split("def run_program", 1)[1]
+    handle = "handles['stream_copies']"
+    assert f"check(driver.cuMemcpyDtoHAsync(p.h_pinned0, p.d_buf0, 4096, {handle}))\n" in py
+    assert f"    check(driver.cuStreamSynchronize({handle}))\n" in py
+    # No stream: the plain synchronous cudaMemcpy.
+    assert "check(driver.cuMemcpyHtoD(p.d_buf0, p.h_pinned0, 4096))\n" in py
+    cu = generate_cuda(pipeline)
+    assert (
+        "cudaMemcpyAsync(h_pinned0, d_buf0, 4096, cudaMemcpyDeviceToHost, stream_copies)); "
+        "CHECK(cudaStreamSynchronize(stream_copies));"
+    ) in cu
+    assert "CHECK(cudaMemcpy(d_buf0, h_pinned0, 4096, cudaMemcpyHostToDevice));" in cu

@@ -95,6 +95,13 @@ def _copy(plan: CodePlan, op: Op, index: int) -> str:
         dst, src = (dev, host) if op.op == "h2d" else (host, dev)
     if op.effective_async:
         return f"CHECK(cudaMemcpyAsync({dst}, {src}, {n}, {direction}, {_stream(plan, op)}));"
+    if op.stream is not None:
+        # Synchronous on a named stream: async copy there, then wait for that stream.
+        stream = _stream(plan, op)
+        return (
+            f"CHECK(cudaMemcpyAsync({dst}, {src}, {n}, {direction}, {stream})); "
+            f"CHECK(cudaStreamSynchronize({stream}));"
+        )
     return f"CHECK(cudaMemcpy({dst}, {src}, {n}, {direction}));"
 
 

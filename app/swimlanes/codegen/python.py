@@ -84,6 +84,13 @@ def block_ns_for(duration_ns, blocks, threads, sm_count):
     return duration_ns // waves
 
 
+def pointer(array):
+    """The address of a host (numpy, pinned) or device array, as the driver API wants it."""
+    if cuda.is_cuda_array(array):
+        return driver.CUdeviceptr(array.__cuda_array_interface__["data"][0])
+    return array.ctypes.data
+
+
 def busy_wait_us(us):
     end = time.perf_counter_ns() + int(us * 1000)
     while time.perf_counter_ns() < end:
@@ -102,17 +109,24 @@ def _stream(plan: CodePlan, op: Op) -> str:
 
 
 def _copy_line(plan: CodePlan, op: Op, index: int) -> list[str]:
-    n = op.bytes or 1
-    dev = plan.buffers.device_buffer(n)
-    sync = not op.effective_async
-    stream = "" if sync else f", stream={_stream(plan, op)}"
-    if op.op == "h2d":
-        host = plan.buffers.host_buffer(n, op.effective_host_memory)
-        return [f"b.{dev}.copy_to_device(b.{host}{stream})"]
-    if op.op == "d2h":
-        host = plan.buffers.host_buffer(n, op.effective_host_memory)
-        return [f"b.{dev}.copy_to_host(b.{host}{stream})"]
-    return [f"b.{dev}.copy_to_device(b.{plan.d2d_sources[index]}{stream})"]
+    n = int(op.bytes or 1)
+    dev = f"p.{plan.buffers.device_buffer(n)}"
+    if op.op == "d2d":
+        dst, src, call = dev, f"p.{plan.d2d_sources[index]}", "cuMemcpyDtoD"
+    else:
+        host = f"p.{plan.buffers.host_buffer(n, op.effective_host_memory)}"
+        h2d = op.op == "h2d"
+        dst, src = (dev, host) if h2d else (host, dev)
+        call = "cuMemcpyHtoD" if h2d else "cuMemcpyDtoH"
+    # A synchronous copy with no stream is cudaMemcpy (legacy default stream); on a named stream
+    # it is an async copy on that stream followed by a stream sync, as frameworks issue it.
+    if not op.effective_async and op.stream is None:
+        return [f"check(driver.{call}({dst}, {src}, {n}))"]
+    handle = f"handles[{plan.stream_id(op.stream_name)!r}]"
+    lines = [f"check(driver.{call}Async({dst}, {src}, {n}, {handle}))"]
+    if not op.effective_async:
+        lines.append(f"check(driver.cuStreamSynchronize({handle}))")
+    return lines
 
 
 def _kernel_line(plan: CodePlan, op: Op) -> list[str]:
@@ -154,11 +168,10 @@ def _op_lines(plan: CodePlan, op: Op, index: int) -> list[str]:
         "cuda.synchronize()",
     }
     if kind == "memset":
-        dev = plan.buffers.device_buffer(op.bytes or 1)
-        ptr = f"b.{dev}.__cuda_array_interface__['data'][0]"
+        ptr = f"p.{plan.buffers.device_buffer(op.bytes or 1)}"
         if op.effective_async:
-            return [f"check(driver.cuMemsetD8Async({ptr}, 0, {int(op.bytes or 1)}, "
-                    f"int({_stream(plan, op)})))"]
+            handle = f"handles[{plan.stream_id(op.stream_name)!r}]"
+            return [f"check(driver.cuMemsetD8Async({ptr}, 0, {int(op.bytes or 1)}, {handle}))"]
         return [f"check(driver.cuMemsetD8({ptr}, 0, {int(op.bytes or 1)}))"]
     return [simple[kind]]
 
@@ -183,6 +196,9 @@ def _setup_lines(plan: CodePlan) -> list[str]:
         lines.append(f"    b.{name} = cuda.device_array({int(plan.pipeline.program[i].bytes or 1)}, "
                      "dtype=np.uint8)")
     lines.append("    b.scratch = cuda.device_array(1, dtype=np.uint8)")
+    lines.append("    # Raw pointers and stream handles: the driver calls take these, like CUDA C does.")
+    lines.append("    handles = {k: driver.CUstream(int(s)) for k, s in streams.items()}")
+    lines.append("    p = types.SimpleNamespace(**{k: pointer(v) for k, v in vars(b).items()})")
     return lines
 
 
@@ -195,7 +211,7 @@ def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
         "# Issues the same CUDA calls in the same order with Numba CUDA and prints the makespan.",
         _PRELUDE,
         "",
-        "def run_program(streams, events, b):",
+        "def run_program(streams, handles, events, b, p):",
         "    allocations = []",
     ]
     for i, op in enumerate(pipeline.program):
@@ -211,11 +227,11 @@ def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
         "    global sm_count",
         "    sm_count = cuda.get_current_device().MULTIPROCESSOR_COUNT",
         *_setup_lines(plan),
-        "    run_program(streams, events, b)  # warm-up: compiles kernels, primes the driver",
+        "    run_program(streams, handles, events, b, p)  # warm-up: compiles kernels",
         "    makespans = []",
         "    for _ in range(repeat):",
         "        t0 = time.perf_counter_ns()",
-        "        run_program(streams, events, b)",
+        "        run_program(streams, handles, events, b, p)",
         "        makespans.append((time.perf_counter_ns() - t0) / 1000.0)",
         "    print(json.dumps({'pipeline': " + repr(comment_text(pipeline.name)) + ", "
         "'makespan_us': statistics.median(makespans), 'runs_us': makespans}))",
