@@ -1,0 +1,566 @@
+"""The main window: editor in the centre, simulated and measured charts below, docks around.
+
+It owns the document controller and the long-running helpers (re-simulation, GPU runs in a
+child process, autosave) and connects the views through the controller's shared selection.
+File handling, measurements and exports live in dialogs.FileHandling.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QCloseEvent
+from PySide6.QtWidgets import (
+    QDockWidget,
+    QLabel,
+    QMainWindow,
+    QProgressBar,
+    QScrollArea,
+    QSplitter,
+    QTabWidget,
+    QVBoxLayout,
+    QWidget,
+)
+
+from swimlanes.timeline.timeline import Timeline
+from swimlanes.ui import dialogs
+from swimlanes.ui.actions import (
+    CHOOSE_PRESET_FILE,
+    add_device_item,
+    build_menus,
+    build_toolbar,
+    create_actions,
+    fill_device_combo,
+)
+from swimlanes.ui.autosave import Autosaver, discard_recovery, has_recovery, read_recovery
+from swimlanes.ui.comparison_table import ComparisonTable
+from swimlanes.ui.dialogs import FileHandling
+from swimlanes.ui.document_controller import DocumentController
+from swimlanes.ui.editor import HostProgramPanel, Inspector, LaneEditor, OpPalette
+from swimlanes.ui.gantt.rows import format_duration
+from swimlanes.ui.gantt.side_by_side import ComparisonCharts
+from swimlanes.ui.gantt.summary import SummaryStrip
+from swimlanes.ui.gpu_runner import GpuRunner
+from swimlanes.ui.insights_panel import InsightsPanel
+from swimlanes.ui.settings import Settings
+from swimlanes.ui.workers import SimulationRunner
+
+#: Above this many ops, insights are computed only while their tab is shown.
+INSIGHTS_EAGER_LIMIT = 5000
+#: Insights wait this long after a simulation, so editing never waits for them.
+INSIGHTS_DELAY_MS = 300
+PLAY_SECONDS = 5.0
+NO_GPU_REASON = (
+    "No CUDA GPU was found on this machine, so Run on GPU is off. Simulation still works, and "
+    "File > Open measurement shows a measured run (the examples ship one each)."
+)
+
+
+class MainWindow(FileHandling, QMainWindow):
+    """Swimlanes' main window. ``gpu_available`` and ``gpu_runner`` can be injected (tests)."""
+
+    def __init__(
+        self,
+        settings: Settings | None = None,
+        *,
+        gpu_available: bool | None = None,
+        gpu_runner: GpuRunner | None = None,
+        autosave_path: Path | None = None,
+    ) -> None:
+        super().__init__()
+        self.setObjectName("main_window")
+        self.settings = settings or Settings()
+        self.controller = DocumentController(parent=self)
+        self.sim_runner = SimulationRunner(
+            self.controller, self.settings.last_device(), parent=self
+        )
+        self.gpu_runner = gpu_runner or GpuRunner(self)
+        self.gpu_runner.setParent(self)
+        self.autosaver = Autosaver(self.controller, path=autosave_path, parent=self)
+        self.simulated: Timeline | None = None
+        self.measured: Timeline | None = None
+        self.measured_pipeline: Any = None
+        self.comparison: Any = None
+        self._insights_stale = True
+        self._play_timer = QTimer(self)
+        self._play_timer.setInterval(33)
+        self._play_timer.timeout.connect(self._play_step)
+        self._play_started = 0.0
+        self._device_index = 0
+        self._insights_timer = QTimer(self)
+        self._insights_timer.setSingleShot(True)
+        self._insights_timer.setInterval(INSIGHTS_DELAY_MS)
+        self._insights_timer.timeout.connect(self._refresh_insights)
+        self._build_widgets()
+        self._build_actions()
+        self._connect()
+        self._init_gpu(gpu_available)
+        self._restore_layout()
+        self.update_title()
+
+    # -- construction -------------------------------------------------------------------------
+    def _build_widgets(self) -> None:
+        c = self.controller
+        self.palette_widget = OpPalette(c)
+        self.lanes = LaneEditor(c)
+        self.program_panel = HostProgramPanel(c)
+        self.inspector = Inspector(c)
+        self.charts = ComparisonCharts()
+        self.summary = SummaryStrip()
+        self.table = ComparisonTable()
+        self.insights = InsightsPanel()
+
+        editor = QSplitter(Qt.Orientation.Vertical)
+        editor.setObjectName("editor_splitter")
+        editor.addWidget(self.lanes)
+        editor.addWidget(self.program_panel)
+        editor.setStretchFactor(0, 3)
+        editor.setStretchFactor(1, 1)
+        self.setCentralWidget(editor)
+
+        self._add_dock(
+            "Operations", "palette_dock", self.palette_widget, Qt.DockWidgetArea.LeftDockWidgetArea
+        )
+        # In a scroll area: the inspector's form must not set the height of the whole window.
+        inspector_scroll = QScrollArea()
+        inspector_scroll.setWidget(self.inspector)
+        inspector_scroll.setWidgetResizable(True)
+        inspector_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
+        bar = inspector_scroll.verticalScrollBar().sizeHint().width()
+        inspector_scroll.setMinimumWidth(self.inspector.minimumSizeHint().width() + bar)
+        self._add_dock(
+            "Inspector", "inspector_dock", inspector_scroll, Qt.DockWidgetArea.RightDockWidgetArea
+        )
+
+        charts_box = QWidget()
+        box = QVBoxLayout(charts_box)
+        box.setContentsMargins(0, 0, 0, 0)
+        box.setSpacing(2)
+        box.addWidget(self.summary)
+        box.addWidget(self.charts, 1)
+        self.bottom_tabs = QTabWidget()
+        self.bottom_tabs.setObjectName("bottom_tabs")
+        self.bottom_tabs.addTab(self.table, "Comparison table")
+        self.bottom_tabs.addTab(self.insights, "Insights")
+        schedule = QSplitter(Qt.Orientation.Vertical)
+        schedule.setObjectName("schedule_splitter")
+        schedule.addWidget(charts_box)
+        schedule.addWidget(self.bottom_tabs)
+        schedule.setStretchFactor(0, 3)
+        schedule.setStretchFactor(1, 1)
+        self.schedule_dock = self._add_dock(
+            "Schedule", "schedule_dock", schedule, Qt.DockWidgetArea.BottomDockWidgetArea
+        )
+        self.schedule_splitter = schedule
+
+        self.progress_bar = QProgressBar()
+        self.progress_bar.setMaximumWidth(220)
+        self.progress_bar.setRange(0, 1000)
+        self.progress_bar.setFormat("GPU run %p%")
+        self.progress_bar.hide()
+        # Large pipelines simulate in a worker: show that something is happening.
+        self.sim_progress = QProgressBar()
+        self.sim_progress.setMaximumWidth(180)
+        self.sim_progress.setRange(0, 1000)
+        self.sim_progress.setFormat("Simulating %p%")
+        self.sim_progress.hide()
+        self.statusBar().addPermanentWidget(self.sim_progress)
+        self.timing_label = QLabel()
+        self.statusBar().addPermanentWidget(self.progress_bar)
+        self.statusBar().addPermanentWidget(self.timing_label)
+
+    def _add_dock(
+        self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea
+    ) -> QDockWidget:
+        dock = QDockWidget(title, self)
+        dock.setObjectName(name)
+        dock.setWidget(widget)
+        dock.setFeatures(
+            QDockWidget.DockWidgetFeature.DockWidgetMovable
+            | QDockWidget.DockWidgetFeature.DockWidgetFloatable
+            | QDockWidget.DockWidgetFeature.DockWidgetClosable
+        )
+        self.addDockWidget(area, dock)
+        return dock
+
+    def _build_actions(self) -> None:
+        self.actions = create_actions(self, self.controller.undo_stack)
+        self.menus = build_menus(self, self.actions)
+        for dock in self.findChildren(QDockWidget):
+            self.menus.view.addAction(dock.toggleViewAction())
+        self.toolbar = build_toolbar(self, self.actions)
+        self._fill_devices()
+        self.toolbar.repeat.setValue(self.settings.gpu_repeat())
+        self.fill_examples_menu()
+        self.fill_recent_menu()
+
+    def _connect(self) -> None:
+        a, c = self.actions, self.controller
+        self.connect_file_actions()
+        a.delete.triggered.connect(self.lanes.delete_selection)
+        a.duplicate.triggered.connect(self.lanes.duplicate_selection)
+        a.copy.triggered.connect(self.lanes.copy_selection)
+        a.paste.triggered.connect(self.lanes.paste)
+        a.select_all.triggered.connect(
+            lambda: c.set_selection([op.uid for op in c.pipeline.program])
+        )
+        a.simulate.triggered.connect(self.sim_runner.simulate_now)
+        a.play.toggled.connect(self.set_playing)
+        a.fit_all.triggered.connect(self.charts.fit_all)
+        a.overlay.toggled.connect(self.charts.set_overlay_enabled)
+        a.run_gpu.triggered.connect(self.run_on_gpu)
+        a.cancel_gpu.triggered.connect(self.gpu_runner.cancel)
+        a.about.triggered.connect(lambda: dialogs.about(self))
+        a.lesson.triggered.connect(self.show_lesson)
+        self.toolbar.device.currentIndexChanged.connect(self._on_device_changed)
+        self.toolbar.repeat.valueChanged.connect(self.settings.set_gpu_repeat)
+
+        c.path_changed.connect(self.update_title)
+        c.changed.connect(self.update_title)
+        c.changed.connect(self._update_edit_actions)
+        c.selection_changed.connect(self._on_selection_changed)
+        c.error.connect(lambda msg: self.statusBar().showMessage(f"Not done: {msg}", 8000))
+        self.charts.selection_changed.connect(c.set_selection_indexes)
+        self.table.selection_changed.connect(c.set_selection_indexes)
+        self.insights.ops_selected.connect(c.set_selection_indexes)
+        self.bottom_tabs.currentChanged.connect(lambda _i: self._refresh_insights())
+
+        self.sim_runner.simulated.connect(self._on_simulated)
+        self.sim_runner.failed.connect(self._on_simulation_failed)
+        self.sim_runner.busy_changed.connect(self._on_simulation_busy)
+        self.sim_runner.progress.connect(lambda f: self.sim_progress.setValue(int(1000 * f)))
+        g = self.gpu_runner
+        g.running_changed.connect(self._on_gpu_running)
+        g.progress.connect(lambda f: self.progress_bar.setValue(int(1000 * f)))
+        g.partial.connect(self._on_gpu_partial)
+        g.finished.connect(self._on_gpu_finished)
+        g.failed.connect(self._on_gpu_failed)
+        g.cancelled.connect(lambda: self.statusBar().showMessage("GPU run cancelled", 8000))
+
+    def _init_gpu(self, available: bool | None) -> None:
+        if available is None:
+            from swimlanes.gpu import cuda_available
+
+            available = cuda_available()
+        self.gpu_available = available
+        a = self.actions
+        a.cancel_gpu.setEnabled(False)
+        a.run_gpu.setEnabled(available)
+        self.toolbar.repeat.setEnabled(available)
+        if not available:
+            a.run_gpu.setToolTip(NO_GPU_REASON)
+            a.run_gpu.setStatusTip(NO_GPU_REASON)
+            self.statusBar().showMessage(NO_GPU_REASON, 15000)
+            # The message above scrolls away; this note stays, with the reason on hover.
+            note = QLabel("No CUDA GPU: simulation only")
+            note.setObjectName("no_gpu_note")
+            note.setToolTip(NO_GPU_REASON)
+            self.statusBar().addPermanentWidget(note)
+
+    def _fill_devices(self) -> None:
+        combo = self.toolbar.device
+        combo.blockSignals(True)
+        fill_device_combo(combo)
+        if not self._select_device(str(self.sim_runner.device)):
+            self._select_device("h200" if combo.findText("h200") >= 0 else combo.itemText(0))
+        combo.blockSignals(False)
+
+    # -- device -------------------------------------------------------------------------------
+    def device_name(self) -> str:
+        return self.toolbar.device.currentText()
+
+    def _select_device(self, device: str) -> bool:
+        """Show ``device`` (a preset name, or a preset file that is then listed) as current."""
+        from swimlanes.engine import get_preset
+
+        combo = self.toolbar.device
+        i = combo.findData(device)
+        if i < 0 and device.endswith(".json") and Path(device).is_file():
+            i = add_device_item(combo, f"{Path(device).stem} (file)", device, get_preset)
+        if i < 0:
+            return False
+        combo.setCurrentIndex(i)
+        combo.setToolTip(str(combo.itemData(i, Qt.ItemDataRole.ToolTipRole)))
+        self.sim_runner.device = device
+        self._device_index = i
+        return True
+
+    def set_device(self, name: str, *, simulate: bool = True) -> bool:
+        """Use this device preset (re-simulating unless told not to) without remembering it as
+        the user's choice, as opening a document that names its device does; False if there is
+        no preset by that name."""
+        combo = self.toolbar.device
+        combo.blockSignals(True)
+        try:
+            found = self._select_device(name)
+        finally:
+            combo.blockSignals(False)
+        if found and simulate:
+            self.sim_runner.set_device(name)
+        return found
+
+    def _on_device_changed(self, index: int) -> None:
+        combo = self.toolbar.device
+        device = str(combo.itemData(index))
+        if device == CHOOSE_PRESET_FILE:
+            device = self._choose_preset_file() or ""
+            if not device or not self.set_device(device, simulate=False):
+                self.set_device(str(combo.itemData(self._device_index)), simulate=False)
+                return
+        else:
+            combo.setToolTip(str(combo.itemData(index, Qt.ItemDataRole.ToolTipRole)))
+            self._device_index = index
+        self.settings.set_last_device(device)
+        self.sim_runner.set_device(device)
+
+    def _choose_preset_file(self) -> str | None:
+        from swimlanes.engine import get_preset
+        from swimlanes.resources import presets_dir
+
+        path = dialogs.open_file(self, "Device preset", str(presets_dir()), dialogs.PRESET_FILTER)
+        if not path:
+            return None
+        try:
+            get_preset(path)
+        except (ValueError, OSError) as err:
+            dialogs.show_error(self, "Cannot use this preset", f"{Path(path).name}: {err}")
+            return None
+        return path
+
+    # -- simulation results -------------------------------------------------------------------
+    def _on_simulated(self, timeline: Timeline) -> None:
+        first = self.simulated is None
+        self.simulated = timeline
+        self.charts.set_simulated(timeline)
+        if first:
+            self.charts.fit_all()
+        self.refresh_results()
+        self.timing_label.setText(f"simulated in {1000 * self.sim_runner.last_seconds:.1f} ms")
+        self.statusBar().showMessage(
+            f"Simulated {len(timeline)} ops on {timeline.device or self.device_name()}: "
+            f"makespan {format_duration(timeline.makespan_ns)}",
+            8000,
+        )
+
+    def _on_simulation_busy(self, busy: bool) -> None:
+        self.sim_progress.setValue(0)
+        self.sim_progress.setVisible(busy)
+
+    def _on_simulation_failed(self, message: str) -> None:
+        self.statusBar().showMessage(f"Simulation failed: {message}", 15000)
+
+    def refresh_results(self) -> None:
+        """Recompute the comparison, the summary, the table and the insights."""
+        from swimlanes.timeline.compare import compare_timelines
+        from swimlanes.timeline.metrics import compute_metrics
+
+        sim, meas = self.simulated, self.measured
+        matches = sim is not None and meas is not None and _same_ops(sim, meas)
+        self.comparison = compare_timelines(sim, meas) if matches else None
+        if self.comparison is not None:
+            self.table.set_comparison(self.comparison)
+            self.charts.set_flags(self.comparison.flagged_indexes)
+        else:
+            note = ""
+            if sim is not None and meas is not None:
+                note = (
+                    f"The measurement ({len(meas)} ops) does not match the pipeline "
+                    f"({len(sim)} ops) op by op, so there is no per-op comparison."
+                )
+            self.table.set_timeline(sim, note)
+            self.charts.set_flags([])
+        if self.comparison is not None:  # it has computed both already
+            metrics = (self.comparison.sim_metrics, self.comparison.meas_metrics)
+        else:
+            metrics = tuple(compute_metrics(t) if t is not None else None for t in (sim, meas))
+        self.summary.set_metrics(*metrics)
+        self._insights_stale = True
+        self._insights_timer.start()  # after the chart is drawn, and once per burst of edits
+        self._on_selection_changed()
+
+    def _refresh_insights(self) -> None:
+        sim = self.simulated
+        if not self._insights_stale or sim is None:
+            return
+        shown = self.bottom_tabs.currentWidget() is self.insights
+        if not shown and (len(sim) > INSIGHTS_EAGER_LIMIT or self._insights_timer.isActive()):
+            return  # the tab title's count is refreshed later or when the tab is opened
+        from swimlanes.timeline.insights import explain
+
+        pipeline = self.controller.pipeline
+        try:
+            found = (
+                explain(
+                    pipeline,
+                    sim,
+                    self.sim_runner.device,  # a name or a preset file: what simulated it
+                    self.measured if self.comparison else None,
+                )
+                if len(sim) == len(pipeline.program)
+                else []
+            )
+        except Exception as err:  # noqa: BLE001 - a failing rule must not break the window
+            found = []
+            self.statusBar().showMessage(f"Insights unavailable: {err}", 8000)
+        self._insights_stale = False
+        self.insights.set_insights(found)
+        i = self.bottom_tabs.indexOf(self.insights)
+        self.bottom_tabs.setTabText(i, f"Insights ({len(found)})" if found else "Insights")
+
+    def set_measured(self, timeline: Timeline | None, pipeline: Any = None) -> None:
+        """Show a measured timeline beside the simulation (None hides it)."""
+        self.measured = timeline
+        self.measured_pipeline = pipeline
+        self.charts.set_measured(timeline)
+        self.actions.save_measurement.setEnabled(timeline is not None)
+        self.refresh_results()
+
+    # -- selection ----------------------------------------------------------------------------
+    def _on_selection_changed(self) -> None:
+        indexes = self.controller.selected_indexes()
+        self.charts.set_selection(indexes)
+        self.table.set_selection(indexes)
+        self._update_edit_actions()
+
+    def _update_edit_actions(self) -> None:
+        has = bool(self.controller.selection())
+        for action in (self.actions.delete, self.actions.duplicate, self.actions.copy):
+            action.setEnabled(has)
+
+    # -- play ---------------------------------------------------------------------------------
+    def set_playing(self, on: bool) -> None:
+        """Animate a cursor from the start to the end of the simulated schedule."""
+        if on and self.simulated is not None and self.simulated.makespan_ns > 0:
+            self._play_started = time.monotonic()
+            self._play_timer.start()
+            self.actions.play.setText("&Pause")
+            self.actions.play.setIcon(
+                self.style().standardIcon(self.style().StandardPixmap.SP_MediaPause)
+            )
+            return
+        self._play_timer.stop()
+        self.actions.play.setText("&Play")
+        self.actions.play.setIcon(
+            self.style().standardIcon(self.style().StandardPixmap.SP_MediaPlay)
+        )
+        if self.actions.play.isChecked():
+            self.actions.play.setChecked(False)
+
+    def _play_step(self) -> None:
+        sim = self.simulated
+        if sim is None:
+            self.set_playing(False)
+            return
+        fraction = (time.monotonic() - self._play_started) / PLAY_SECONDS
+        if fraction >= 1.0:
+            self.charts.set_cursor(None)
+            self.set_playing(False)
+            return
+        self.charts.set_cursor(int(fraction * sim.makespan_ns))
+
+    # -- GPU ----------------------------------------------------------------------------------
+    def run_on_gpu(self) -> None:
+        if not self.gpu_available:
+            dialogs.show_error(self, "Run on GPU", NO_GPU_REASON)
+            return
+        pipeline = self.controller.pipeline.copy()
+        self.set_measured(None)
+        self.measured_pipeline = pipeline
+        self.gpu_runner.start(pipeline, repeat=self.toolbar.repeat.value())
+        self.statusBar().showMessage(f"Running {len(pipeline.program)} ops on the GPU...")
+
+    def _on_gpu_running(self, running: bool) -> None:
+        self.actions.run_gpu.setEnabled(self.gpu_available and not running)
+        self.actions.cancel_gpu.setEnabled(running)
+        self.progress_bar.setValue(0)
+        self.progress_bar.setVisible(running)
+
+    def _on_gpu_partial(self, timeline: Timeline) -> None:
+        self.measured = timeline
+        self.charts.set_measured(timeline)
+
+    def _on_gpu_finished(self, timeline: Timeline) -> None:
+        self.set_measured(timeline, self.measured_pipeline)
+        text = f"Measured {len(timeline)} ops on {timeline.device}: makespan {format_duration(timeline.makespan_ns)}"
+        if self.comparison is not None:
+            text += f" (model error {100 * self.comparison.makespan_error:+.1f}%)"
+        self.statusBar().showMessage(text, 15000)
+
+    def _on_gpu_failed(self, message: str) -> None:
+        self.statusBar().showMessage(message.splitlines()[0], 15000)
+        dialogs.show_error(self, "GPU run", message)
+
+    # -- window state -------------------------------------------------------------------------
+    def update_title(self) -> None:
+        self.setWindowTitle(f"{self.controller.title} — Swimlanes")
+
+    def _restore_layout(self) -> None:
+        geometry, state = self.settings.window_geometry(), self.settings.window_state()
+        if geometry is not None:
+            self.restoreGeometry(geometry)
+        else:
+            screen = self.screen().availableGeometry()
+            self.resize(
+                min(1500, int(0.95 * screen.width())), min(950, int(0.95 * screen.height()))
+            )
+        if state is not None:
+            self.restoreState(state)
+        else:
+            # Sizes only take once the window is laid out on screen.
+            QTimer.singleShot(0, self._default_layout)
+
+    def _default_layout(self) -> None:
+        """First start: the charts get most of the height, the table and insights a strip."""
+        height = self.height()
+        self.resizeDocks([self.schedule_dock], [int(0.56 * height)], Qt.Orientation.Vertical)
+        self.schedule_splitter.setSizes([int(0.42 * height), int(0.14 * height)])
+
+    def offer_recovery(self) -> bool:
+        """If an earlier session left unsaved work, offer to restore it; True if restored."""
+        path = self.autosaver.path
+        if not has_recovery(path):
+            return False
+        try:
+            pipeline, original, saved_at = read_recovery(path)
+        except ValueError:
+            discard_recovery(path)
+            return False
+        if not dialogs.ask_restore_recovery(self, saved_at, original):
+            discard_recovery(path)
+            return False
+        self.controller.set_pipeline(pipeline, original)
+        self.controller.undo_stack.resetClean()  # restored work is unsaved until saved
+        self.update_title()
+        self.sim_runner.simulate_now()
+        self.statusBar().showMessage("Restored the unsaved document from the last session", 10000)
+        return True
+
+    def closeEvent(self, event: QCloseEvent) -> None:  # noqa: N802 - Qt override
+        if not self.maybe_save():
+            event.ignore()
+            return
+        self.set_playing(False)
+        self.gpu_runner.wait_stopped()
+        self.sim_runner.shutdown()
+        self.autosaver.stop()
+        self.autosaver.discard()
+        self.settings.save_window(self.saveGeometry(), self.saveState())
+        self.settings.sync()
+        event.accept()
+
+
+def _same_ops(simulated: Timeline, measured: Timeline) -> bool:
+    """Whether a measurement is of this pipeline: the same op kinds at the same program indexes.
+
+    After an edit, or for a profiler trace of other code, matching rows by index would compare
+    unrelated ops, so the table and the flags are left out then.
+    """
+    return (
+        len(simulated) == len(measured)
+        and np.array_equal(simulated.index, measured.index)
+        and np.array_equal(simulated.kind, measured.kind)
+    )
