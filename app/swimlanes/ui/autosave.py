@@ -92,7 +92,7 @@ class Autosaver(QObject):
         self._timer.setInterval(interval_ms)
         self._timer.timeout.connect(self.save_now)
         self._timer.start()
-        controller.undo_stack.cleanChanged.connect(self._on_clean_changed)
+        controller.clean_changed.connect(self._on_clean_changed)
 
     def save_now(self) -> bool:
         """Write the recovery file if the document has unsaved changes; True if written."""

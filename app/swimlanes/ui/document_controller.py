@@ -6,14 +6,45 @@ lanes, the host program, the inspector and the chart always show the same docume
 
 from __future__ import annotations
 
+import functools
 import os
+import weakref
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import shiboken6
 from PySide6.QtCore import QObject, Signal
 from PySide6.QtGui import QUndoCommand, QUndoStack
 
 from swimlanes.model import Op, Pipeline, load_pipeline, save_pipeline
 from swimlanes.model.edits import Edit, EditError
+
+# Undo stacks whose C++ object is alive. Holding the Python wrappers here keeps them out of the
+# garbage collector's reach: when a controller dies in a reference cycle, the collector would
+# otherwise free the stack's wrapper first, shiboken would free the commands it owns, and the
+# C++ stack, destroyed afterwards with its parent, would delete them again (a crash in
+# QUndoStack::clear). Each entry leaves when its C++ stack is destroyed.
+_LIVE_STACKS: dict[int, QUndoStack] = {}
+
+
+def _keep_until_destroyed(stack: QUndoStack) -> QUndoStack:
+    key = id(stack)
+    _LIVE_STACKS[key] = stack
+    stack.destroyed.connect(functools.partial(_LIVE_STACKS.pop, key, None))
+    return stack
+
+
+def _call_weakly(method: Callable[[Any], None]) -> Callable[[Any], None]:
+    """A slot that calls ``method`` while its object lives (Python and C++ sides alike)."""
+    ref = weakref.WeakMethod(method)
+
+    def call(value: Any) -> None:
+        bound = ref()
+        if bound is not None and shiboken6.isValid(bound.__self__):
+            bound(value)
+
+    return call
 
 
 class EditCommand(QUndoCommand):
@@ -22,7 +53,10 @@ class EditCommand(QUndoCommand):
     def __init__(self, edit: Edit, controller: DocumentController):
         super().__init__(edit.text)
         self.edit = edit
-        self._controller = controller
+        # A weak reference: the stack (a child of the controller) owns this command, so a
+        # strong one would make a cycle that the garbage collector frees in an order that
+        # leaves QUndoStack's destructor deleting commands Python has already freed.
+        self._controller = weakref.ref(controller)
         self._applied = True
 
     def id(self) -> int:  # noqa: A003 - Qt's name
@@ -35,17 +69,21 @@ class EditCommand(QUndoCommand):
         return True
 
     def redo(self) -> None:
-        if self._applied:
+        controller = self._controller()
+        if self._applied or controller is None:
             return  # push() applied it already, to catch EditError before it reaches Qt
         try:
-            self.edit.apply(self._controller.pipeline)
+            self.edit.apply(controller.pipeline)
         except EditError as err:  # the same state as when it first applied: cannot happen
-            self._controller.error.emit(str(err))
+            controller.error.emit(str(err))
             return
         self._applied = True
 
     def undo(self) -> None:
-        self.edit.revert(self._controller.pipeline)
+        controller = self._controller()
+        if controller is None:
+            return
+        self.edit.revert(controller.pipeline)
         self._applied = False
 
 
@@ -56,16 +94,21 @@ class DocumentController(QObject):
     selection_changed = Signal()
     error = Signal(str)
     path_changed = Signal()
+    #: The document became clean (saved/loaded) or dirty; connect here, not to the undo stack,
+    #: whose destructor emits its own signals while the controller is being destroyed.
+    clean_changed = Signal(bool)
 
     def __init__(self, pipeline: Pipeline | None = None, parent: QObject | None = None):
         super().__init__(parent)
         self.pipeline = pipeline if pipeline is not None else Pipeline()
         self.path: Path | None = None
-        self.undo_stack = QUndoStack(self)
+        self.undo_stack = _keep_until_destroyed(QUndoStack(self))
         self._selection: list[int] = []
         self._selected_stream: str | None = None
-        self.undo_stack.indexChanged.connect(self._after_stack_change)
-        self.undo_stack.cleanChanged.connect(self._clean_changed)
+        # The stack's destructor emits these while its parent (this controller) is being
+        # destroyed; weak method references skip a controller whose Python side is gone.
+        self.undo_stack.indexChanged.connect(_call_weakly(self._after_stack_change))
+        self.undo_stack.cleanChanged.connect(_call_weakly(self._clean_changed))
 
     # -- document -------------------------------------------------------------------------
     @property
@@ -118,8 +161,9 @@ class DocumentController(QObject):
         name = self.path.name if self.path else self.pipeline.name
         return f"{name}{' *' if self.is_dirty else ''}"
 
-    def _clean_changed(self, _clean: bool) -> None:
+    def _clean_changed(self, clean: bool) -> None:
         self.path_changed.emit()  # the title's "*" follows the clean state
+        self.clean_changed.emit(clean)
 
     def _after_stack_change(self, _index: int) -> None:
         # views read the selection while they redraw, so drop vanished ops before `changed`

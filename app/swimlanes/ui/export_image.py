@@ -16,7 +16,6 @@ from PySide6.QtGui import (
     QColor,
     QFont,
     QFontMetricsF,
-    QGuiApplication,
     QImage,
     QPageLayout,
     QPageSize,
@@ -57,14 +56,20 @@ CHART_GAP = 14.0
 
 
 def ensure_gui_app() -> QCoreApplication:
-    """A QGuiApplication for painting; offscreen when there is no display."""
+    """The application instance for painting; offscreen when there is no display.
+
+    A QApplication (not a bare QGuiApplication), so that a process which exports first and
+    opens widgets later (the GUI, a test session) can still create them.
+    """
     app = QCoreApplication.instance()
     if app is not None:
         return app
     no_display = not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY"))
     if no_display and not os.environ.get("QT_QPA_PLATFORM"):
         os.environ["QT_QPA_PLATFORM"] = "offscreen"
-    return QGuiApplication(["swimlanes"])
+    from PySide6.QtWidgets import QApplication
+
+    return QApplication(["swimlanes"])
 
 
 @dataclass
