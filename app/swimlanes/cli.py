@@ -38,6 +38,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file")
     _add_device(p)
     p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--insights", action="store_true", help="also explain the schedule and what to change"
+    )
 
     p = sub.add_parser("export", help="export a timeline as PNG, SVG, PDF, trace JSON or CSV")
     p.add_argument("input", help="pipeline, measurement or trace file")

@@ -247,3 +247,27 @@ def test_table_says_when_a_timeline_was_measured() -> None:
     assert table.startswith("one copy\nmeasured on h200, 1 ops;")
     row = next(line.split() for line in table.splitlines() if line.lstrip().startswith("0 "))
     assert row[-4:] == ["0.0", "15.0", "1015.0", "1000.0"]
+
+
+def test_simulate_insights_explain_the_trap_and_stay_quiet_on_a_good_pipeline(capsys) -> None:
+    from swimlanes.cli import main as cli_main
+
+    assert cli_main(["simulate", "resources/examples/pageable-trap.json", "--insights"]) == 0
+    text = capsys.readouterr().out
+    assert "[problem]" in text and "pageable host memory" in text
+    assert cli_main(["simulate", "resources/examples/chunked-overlap.json", "--insights"]) == 0
+    assert "Insights: none" in capsys.readouterr().out
+
+
+def test_simulate_insights_json_lists_rules_and_their_ops(capsys) -> None:
+    import json
+
+    from swimlanes.cli import main as cli_main
+
+    path = "resources/examples/launch-bound.json"
+    assert cli_main(["simulate", path, "--insights", "--json"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    rules = {ins["rule"]: ins for ins in data["insights"]}
+    assert "launch_bound" in rules
+    assert rules["launch_bound"]["op_indexes"]
+    assert data["makespan_us"] > 0

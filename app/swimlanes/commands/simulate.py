@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import argparse
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
 from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import load_pipeline
+from swimlanes.timeline.insights import Insight, explain
 from swimlanes.timeline.metrics import Metrics, compute_metrics, metrics_json
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
@@ -105,11 +107,34 @@ def format_table(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> str:
     return "\n".join(lines)
 
 
+def format_insights(insights: list[Insight]) -> str:
+    """Insights as text: severity, title, what happens and what to change."""
+    if not insights:
+        return "Insights: none; the model sees nothing to improve."
+    lines = ["Insights:"]
+    for ins in insights:
+        saving = ""
+        if ins.estimated_saving_ns:
+            saving = f" (saves ~{ins.estimated_saving_ns / 1e6:.2f} ms)"
+        lines.append(f"[{ins.severity}] {ins.title}{saving}")
+        lines += [f"    {line}" for line in textwrap.wrap(ins.message, 96)]
+        lines += [f"    -> {line}" for line in textwrap.wrap(ins.advice, 93)]
+        lines.append(f"    ops: {', '.join(f'#{i}' for i in ins.op_indexes)}")
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
     pipeline, timeline = simulate_file(args.file, args.device)
     m = compute_metrics(timeline)
+    insights = explain(pipeline, timeline) if args.insights else None
     if args.json:
-        print(json.dumps(simulation_json(pipeline, timeline, m), indent=2))
+        out = simulation_json(pipeline, timeline, m)
+        if insights is not None:
+            out["insights"] = [ins.to_json() for ins in insights]
+        print(json.dumps(out, indent=2))
     else:
         print(format_table(pipeline, timeline, m))
+        if insights is not None:
+            print()
+            print(format_insights(insights))
     return 0
