@@ -1,9 +1,11 @@
 """Engine speed: simulate generated pipelines of 1e3..1e6 ops over 8 streams.
 
-Prints one JSON line per size: {"bench": "engine", "ops", "seconds", "ops_per_s", "cpu_seconds",
-"peak_mb"} (peak resident memory of the whole process, pipeline included).
+Prints one JSON line per size: {"bench": "engine", "device", "ops", "seconds", "ops_per_s",
+"cpu_seconds", "peak_mb"} (peak resident memory of the whole process, pipeline included).
 Each size runs in its own subprocess so that peak memory (ru_maxrss) is that size's alone.
-Usage: bench_engine.py [SIZE ...]   (default 1000 10000 100000 1000000)
+Usage: bench_engine.py [--device NAME_OR_PRESET_FILE] [SIZE ...]
+(default device h200, which is the calibrated resources/presets/h200.json when that exists;
+default sizes 1000 10000 100000 1000000)
 """
 
 from __future__ import annotations
@@ -35,20 +37,22 @@ def make_pipeline(n_ops: int):
     return Pipeline(name=f"bench {n_ops}", streams=streams, program=program[:n_ops])
 
 
-def measure(n_ops: int) -> dict:
+def measure(n_ops: int, device: str = "h200") -> dict:
     import resource
     import time
 
-    from swimlanes.engine import simulate
+    from swimlanes.engine import get_preset, simulate
 
+    preset = get_preset(device)
     pipeline = make_pipeline(n_ops)
     t0, c0 = time.perf_counter(), time.process_time()
-    timeline = simulate(pipeline, "h200")
+    timeline = simulate(pipeline, preset)
     seconds, cpu = time.perf_counter() - t0, time.process_time() - c0
     assert len(timeline) == n_ops
     peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
     return {
         "bench": "engine",
+        "device": device,
         "ops": n_ops,
         "seconds": round(seconds, 3),
         "ops_per_s": round(n_ops / seconds),
@@ -58,13 +62,18 @@ def measure(n_ops: int) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    device = "h200"
+    if len(argv) >= 2 and argv[0] == "--device":
+        device, argv = argv[1], argv[2:]
     if len(argv) == 2 and argv[0] == "--one":
-        print(json.dumps(measure(int(argv[1]))), flush=True)
+        print(json.dumps(measure(int(argv[1]), device)), flush=True)
         return 0
     sizes = [int(a) for a in argv] or list(SIZES)
     for n in sizes:
         out = subprocess.run(
-            [sys.executable, __file__, "--one", str(n)], capture_output=True, text=True
+            [sys.executable, __file__, "--device", device, "--one", str(n)],
+            capture_output=True,
+            text=True,
         )
         if out.returncode != 0:
             print(out.stderr, file=sys.stderr)

@@ -15,11 +15,11 @@ is exactly the wave model for a kernel alone.
 
 from __future__ import annotations
 
-import heapq
 import math
 from bisect import insort
 from collections.abc import Callable
 from dataclasses import dataclass
+from heapq import heappush
 
 from swimlanes.engine.presets import DevicePreset
 
@@ -76,42 +76,55 @@ class BlockScheduler:
 
     def add(self, work: SmWork) -> None:
         pending = self.pending
-        if not pending or _dispatch_order(pending[-1]) < _dispatch_order(work):
-            pending.append(work)
-        else:
-            insort(pending, work, key=_dispatch_order)
+        if pending:
+            last = pending[-1]
+            # Most work arrives in dispatch order: append unless it must go before the last.
+            if work.priority < last.priority or (
+                work.priority == last.priority and work.seq < last.seq
+            ):
+                insort(pending, work, key=_dispatch_order)
+                return
+        pending.append(work)
 
     def dispatch(self, t: int) -> None:
-        """Start batches for every pending kernel that fits, best priority first."""
+        """Start batches for every pending kernel that fits, best priority first; record the
+        occupancy. (One function, and min() spelled out: this runs about once per kernel.)"""
         heap, start, sm_count, free = self._heap, self._start, self.sm_count, self.free
-        busy = 0
+        busy = 0  # SMs holding blocks, counting each kernel's blocks as if on separate SMs
         for w in self.pending:
-            if not w.remaining or free < w.cost:  # nothing left to place, or no room
-                busy += min(w.resident, sm_count)
-                continue
-            if not w.started and self.resident_kernels >= self.max_resident_kernels:
-                continue
-            fit = min(w.remaining, free // w.cost, w.max_resident - w.resident)
-            if fit <= 0:
-                busy += min(w.resident, sm_count)
-                continue
-            if not w.started:
-                w.started = True
-                self.resident_kernels += 1
-                start[w.op] = t
-            free -= fit * w.cost
-            w.resident += fit
-            w.remaining -= fit
-            # Carry the rounding from batch to batch so a kernel alone takes exactly its time.
-            d = w.block_ns + w.carry
-            di = max(1, round(d))
-            w.carry = d - di
-            heapq.heappush(heap, (t + di, self._seq(), EV_BATCH, w, fit))
-            busy += min(w.resident, sm_count)
+            remaining, cost, resident = w.remaining, w.cost, w.resident
+            if remaining and free >= cost:
+                if not w.started and self.resident_kernels >= self.max_resident_kernels:
+                    continue
+                fit = free // cost
+                if remaining < fit:
+                    fit = remaining
+                if w.max_resident - resident < fit:
+                    fit = w.max_resident - resident
+                if fit > 0:
+                    if not w.started:
+                        w.started = True
+                        self.resident_kernels += 1
+                        start[w.op] = t
+                    free -= fit * cost
+                    w.resident = resident = resident + fit
+                    w.remaining = remaining - fit
+                    # Carry the rounding from batch to batch so a kernel alone takes exactly
+                    # its time.
+                    d = w.block_ns + w.carry
+                    di = round(d)
+                    if di < 1:
+                        di = 1
+                    w.carry = d - di
+                    heappush(heap, (t + di, self._seq(), EV_BATCH, w, fit))
+            busy += resident if resident < sm_count else sm_count
         self.free = free
         # The SMs-busy step function: SMs holding blocks, by kernels and by slots in use.
-        by_slots = -(-(self.sm_count * self.slots_per_sm - free) // self.slots_per_sm)
-        sms = min(sm_count, max(busy, by_slots))
+        slots_per_sm = self.slots_per_sm
+        by_slots = -(-(sm_count * slots_per_sm - free) // slots_per_sm)
+        sms = busy if busy > by_slots else by_slots
+        if sms > sm_count:
+            sms = sm_count
         occ_sms = self.occupancy_sms
         if sms != occ_sms[-1]:
             if self.occupancy_time[-1] == t:

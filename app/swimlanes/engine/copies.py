@@ -9,9 +9,9 @@ and a D2H that overlap for part of their lives each slow down only for that part
 
 from __future__ import annotations
 
-import heapq
 from collections.abc import Callable
 from dataclasses import dataclass
+from heapq import heappush
 
 from swimlanes.engine.presets import DevicePreset
 
@@ -87,58 +87,64 @@ class CopyEngines:
         self._heap = heap
         self._seq = next_seq
         self._start = start
+        self._slowed = 1.0 + self.slowdown
         for k, e in enumerate(self.engines):
             e.index = k
+        #: Each engine with its pool of ready copies (one lookup less per dispatch).
+        self._pools = [(e, self.ready[e.pool]) for e in self.engines]
 
     def dispatch(self, t: int) -> None:
         """Give every idle engine its next copy."""
         changed = False
-        for e in self.engines:
-            ready = self.ready[e.pool]
+        running, heap = self.running, self._heap
+        for e, ready in self._pools:
             if e.op >= 0 or not ready:
                 continue
             pos = 0 if len(ready) == 1 else choose_copy(ready, e.last_stream, self.order)
-            _, op, stream, e.direction, work = ready.pop(pos)
+            _, op, stream, direction, work = ready.pop(pos)
             e.op, e.last_stream, e.since, e.remaining = op, stream, t, float(work)
-            running = self.running
-            running[e.direction] += 1
+            e.direction = direction
+            running[direction] += 1
             self._start[op] = t
-            if self._fluid and (running[e.direction] > 1 or running[1 - e.direction]):
+            if self._fluid and (running[direction] > 1 or running[1 - direction]):
                 e.factor = 0.0  # makes _reschedule give it an end event
                 changed = True
             else:  # alone on the link: full speed, and nobody else's speed changes
                 e.factor = 1.0
                 e.version += 1
-                end = t + round(e.remaining)
-                heapq.heappush(self._heap, (end, self._seq(), EV_COPY, e, e.version))
+                heappush(heap, (t + work, self._seq(), EV_COPY, e, e.version))  # work: int ns
         if changed:
             self._reschedule(t)
 
-    def finish(self, e: _Engine, version: int, t: int) -> int:
-        """Handle a possible-finish event: the finished op, or -1 if the event is stale."""
-        if version != e.version or e.op < 0:
-            return -1
+    def finish(self, e: _Engine, t: int) -> int:
+        """Handle ``e``'s current end event (the caller drops stale ones: event version !=
+        ``e.version``): the finished op."""
         op = e.op
         e.op = -1
-        self.running[e.direction] -= 1
-        if self._fluid and (self.running[0] or self.running[1]):
+        running = self.running
+        running[e.direction] -= 1
+        if self._fluid and (running[0] or running[1]):
             self._reschedule(t)
         return op
 
     def _reschedule(self, t: int) -> None:
         """Recompute every running copy's speed after the set of running copies changed."""
+        running, slowed, heap, seq = self.running, self._slowed, self._heap, self._seq
+        both_ways = not self.shared  # a shared engine is never slowed by the other direction
         for e in self.engines:
             if e.op < 0:
                 continue
-            factor = float(self.running[e.direction])
-            if self.running[1 - e.direction] and not self.shared:
-                factor *= 1.0 + self.slowdown
-            if factor == e.factor:
+            direction = e.direction
+            factor = float(running[direction])
+            if both_ways and running[1 - direction]:
+                factor *= slowed
+            old = e.factor
+            if factor == old:
                 continue  # its speed did not change: its pending end event stays valid
-            if e.factor:
-                e.remaining -= (t - e.since) / e.factor
+            if old:
+                e.remaining -= (t - e.since) / old
             e.since = t
             e.factor = factor
-            e.version += 1
-            end = t + max(0, round(e.remaining * factor))
-            heapq.heappush(self._heap, (end, self._seq(), EV_COPY, e, e.version))
+            version = e.version = e.version + 1
+            left = round(e.remaining * factor)
+            heappush(heap, (t + left if left > 0 else t, seq(), EV_COPY, e, version))

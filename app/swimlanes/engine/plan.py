@@ -8,6 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from swimlanes.engine.blocks import residency, waves
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.model.document import DEFAULT_STREAM, OP_KINDS, Op, Pipeline
@@ -29,6 +31,13 @@ WAIT_EVENT = 5
 WAIT_ALL = 6  # device_sync, free
 BUSY = 7  # host work
 BARRIER = 8  # malloc: device-wide implicit synchronisation, host does not wait
+
+#: The per-op int columns of a Plan, in the order of a shape's row tuple.
+COLUMNS = ("kind", "stream", "run", "queue", "cost", "host", "solo", "nbytes")
+#: Those the Timeline needs, in the dtypes it stores them in.
+_TIMELINE_DTYPES = {
+    "kind": np.int8, "stream": np.int16, "run": np.int8, "solo": np.int64, "nbytes": np.int64
+}  # fmt: skip
 
 # Where an enqueued op runs.
 RUN_COPY, RUN_SM, RUN_KERNEL, RUN_INSTANT, RUN_CALLBACK = range(5)
@@ -53,11 +62,13 @@ class Plan:
     host: list[int] = field(default_factory=list)
     cost: list[int] = field(default_factory=list)
     solo: list[int] = field(default_factory=list)
-    stage: dict[int, int] = field(default_factory=dict)  # host staging ns of pageable H2D
-    kernel: dict[int, tuple[int, int, int, float]] = field(default_factory=dict)
-    event: dict[int, str] = field(default_factory=dict)
+    stage: list[int | None] = field(default_factory=list)  # host staging ns of pageable H2D
+    kernel: list[tuple[int, int, int, float] | None] = field(default_factory=list)
+    event: list[str | None] = field(default_factory=list)  # event name of each op
     labels: list[str] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)
+    #: Some of the int columns above as arrays, for the Timeline (see _TIMELINE_DTYPES).
+    arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
 
 def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
@@ -92,60 +103,87 @@ def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
 
 
 def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
-    """Flatten the program; ValueError naming the op on anything the model cannot run."""
+    """Flatten the program; ValueError naming the op on anything the model cannot run.
+
+    Pipelines repeat the same few op shapes: each is worked out once (in program order, so the
+    first bad op is the one named) and its row tuple is shared by all ops of that shape. The
+    per-op passes are comprehensions and C-level maps, much faster than one loop with appends.
+    """
     plan = _stream_tables(pipeline, preset)
+    program = pipeline.program
+    if not program:
+        return plan
     stream_index: dict[str | None, int] = {n: k for k, n in enumerate(plan.stream_names)}
     stream_index[None] = -1
     costs = {name: preset.issue_cost_ns(name) for name in K}
-    labels, nbytes = plan.labels, plan.nbytes
-    fermi = preset.hardware_queues == "fermi"
-    # Fermi: queue 0 is the compute queue, then the copy queues (one if the engine is shared).
-    queue_by_kind = dict.fromkeys(K.values(), 0)
-    queue_by_kind[K["h2d"]] = 1
-    queue_by_kind[K["d2h"]] = 1 if preset.shared_copy_engine else 2
-    # Pipelines repeat the same few op shapes: work each out once, and share its row tuple
-    # (kind, stream, run, queue, cost, host, solo) between all ops of that shape.
-    shapes: dict[tuple, tuple[tuple, tuple | int | None]] = {}
-    rows: list[tuple] = []
-    default_labels: dict[tuple, str] = {}
-    kernels, stages, events = plan.kernel, plan.stage, plan.event
-    for i, op in enumerate(pipeline.program):
-        name = op.op
-        key = (name, op.stream, op.bytes, op.host_memory, op.is_async, op.duration_us,
-               op.blocks, op.threads, op.block_us, op.flops,
-               op.extra.get("blocks_per_sm") if op.extra else None)  # fmt: skip
-        shape = shapes.get(key)
-        if shape is None:
-            k = K.get(name)
-            if k is None:
-                raise ValueError(f"program[{i}].op: unknown op {name!r}")
-            s = stream_index.get(op.stream_name, -2)
-            if s == -2:
-                raise ValueError(f"program[{i}].stream: names no declared stream ({op.stream!r})")
-            run = _RUN[k]
-            q = -1 if run < 0 else (queue_by_kind[k] if fermi else plan.queue_of_stream[s])
-            host, solo, extra = _shape(op, preset)
-            shape = shapes[key] = ((k, s, run, q, costs[name], host, solo), extra)
-        row, extra = shape
-        rows.append(row)
-        if extra is not None:
-            if row[0] == _KERNEL:
-                kernels[i] = extra
-            else:
-                stages[i] = extra
-        label = op.label
-        if not label:
-            label = default_labels.get((name, op.event))
-            if label is None:
-                label = default_labels[(name, op.event)] = op.display_label
-        labels.append(label)
-        nbytes.append(op.bytes or 0)
-        if op.event is not None:
-            events[i] = op.event
-    if rows:
-        columns = [list(c) for c in zip(*rows, strict=True)]
-        plan.kind, plan.stream, plan.run, plan.queue, plan.cost, plan.host, plan.solo = columns
+    # One pass over the Op objects (scattered in memory: each pass over them costs cache
+    # misses); everything after it works on compact lists and arrays.
+    shape_ids = _Numbering()  # shape -> its number, in order of first use
+    ids: list[int] = []
+    add_id, add_label, add_event = ids.append, plan.labels.append, plan.event.append
+    defaults: dict[tuple, str] = {}  # default label by kind and event
+    for op in program:
+        add_id(shape_ids[op.op, op.stream, op.bytes, op.host_memory, op.is_async,
+                         op.duration_us, op.blocks, op.threads, op.block_us, op.flops,
+                         op.extra.get("blocks_per_sm") if op.extra else None])  # fmt: skip
+        event = op.event
+        add_event(event)
+        add_label(op.label or defaults.get((op.op, event)) or _default_label(op, defaults))
+    # The first op of each shape, in program order (which is also shape number order).
+    first = sorted(dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True)).values())
+    shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
+    # Each column: the shapes' values picked by shape number. The event loop reads Python lists
+    # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
+    # numpy gathers of its columns, in its dtypes.
+    shape_of_op = np.fromiter(ids, dtype=np.intp, count=len(ids))
+    for k, name in enumerate(COLUMNS):
+        values = [row[k] for row, _ in shapes]
+        setattr(plan, name, list(map(values.__getitem__, ids)))
+        if name in _TIMELINE_DTYPES:
+            plan.arrays[name] = np.array(values, dtype=_TIMELINE_DTYPES[name])[shape_of_op]
+    # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
+    kernel = [extra if row[0] == _KERNEL else None for row, extra in shapes]
+    stage = [None if row[0] == _KERNEL else extra for row, extra in shapes]
+    plan.kernel = list(map(kernel.__getitem__, ids))
+    if any(x is not None for x in stage):
+        plan.stage = list(map(stage.__getitem__, ids))
     return plan
+
+
+class _Numbering(dict):
+    """Numbers keys 0, 1, 2 ... in order of first lookup."""
+
+    def __missing__(self, key: tuple) -> int:
+        number = self[key] = len(self)
+        return number
+
+
+def _default_label(op: Op, defaults: dict[tuple, str]) -> str:
+    label = defaults[(op.op, op.event)] = op.display_label
+    return label
+
+
+def _new_shape(
+    i: int, op: Op, preset: DevicePreset, plan: Plan, stream_index: dict, costs: dict
+) -> tuple[tuple, tuple | int | None]:
+    """The row of op ``i``, the first of its shape, and its kernel shape or staging ns."""
+    name = op.op
+    k = K.get(name)
+    if k is None:
+        raise ValueError(f"program[{i}].op: unknown op {name!r}")
+    s = stream_index.get(op.stream_name, -2)
+    if s == -2:
+        raise ValueError(f"program[{i}].stream: names no declared stream ({op.stream!r})")
+    run = _RUN[k]
+    if run < 0:
+        q = -1
+    elif preset.hardware_queues == "fermi":
+        # Queue 0 is the compute queue, then the copy queues (one if the engine is shared).
+        q = {_H2D: 1, _D2H: 1 if preset.shared_copy_engine else 2}.get(k, 0)
+    else:
+        q = plan.queue_of_stream[s]
+    host, solo, extra = _shape(op, preset)
+    return (k, s, run, q, costs[name], host, solo, op.bytes or 0), extra
 
 
 def _shape(op: Op, preset: DevicePreset) -> tuple[int, int, tuple | int | None]:
@@ -218,4 +256,4 @@ def run_of(kind: int) -> int:
 
 
 _RUN = {k: run_of(k) for k in K.values()}
-_KERNEL = K["kernel"]
+_KERNEL, _H2D, _D2H = K["kernel"], K["h2d"], K["d2h"]

@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
+from swimlanes.engine.plan import COLUMNS
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
 
 if TYPE_CHECKING:
@@ -20,7 +21,7 @@ def _column(values: array, dtype: type) -> np.ndarray:
     return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype)
 
 
-def dep_columns(stream: list[int], enqueued: np.ndarray, deps: tuple) -> dict[str, np.ndarray]:
+def dep_columns(stream: np.ndarray, enqueued: np.ndarray, deps: tuple) -> dict[str, np.ndarray]:
     """All dependency edges. "stream" edges (previous enqueued op of the same stream) are
     derived here in bulk rather than recorded op by op in the event loop."""
     rows = np.flatnonzero(enqueued)
@@ -43,24 +44,26 @@ def dep_columns(stream: list[int], enqueued: np.ndarray, deps: tuple) -> dict[st
 def build_timeline(run: RunState, name: str) -> Timeline:
     """The simulated Timeline: one row per program op, row == program index."""
     plan, preset, n = run.plan, run.preset, run.n
-    solo = np.asarray(plan.solo, dtype=np.int64)
-    enqueued = np.asarray(plan.run, dtype=np.int8) >= 0
+    cols = plan.arrays or {c: np.zeros(0, np.int64) for c in COLUMNS}
+    solo = cols["solo"].astype(np.int64)  # a copy: host-only ops' solo_ns is set below
+    issue_end = _column(run.issue_end, np.int64)
+    enqueued = cols["run"] >= 0
     solo[~enqueued] = NO_TIME
     return Timeline(
         index=np.arange(n, dtype=np.int64),
-        kind=np.asarray(plan.kind, dtype=np.int8),
-        stream=np.asarray(plan.stream, dtype=np.int16),
+        kind=cols["kind"].astype(np.int8),
+        stream=cols["stream"].astype(np.int16),
         engine=_column(run.engine, np.int16),
-        issue_start=_column(run.issue_start, np.int64),
-        issue_end=_column(run.issue_end, np.int64),
+        issue_start=np.concatenate([np.zeros(min(n, 1), np.int64), issue_end[:-1]]),
+        issue_end=issue_end,
         start=_column(run.start, np.int64),
         end=_column(run.end, np.int64),
         solo_ns=solo,
-        bytes=np.asarray(plan.nbytes, dtype=np.int64),
+        bytes=cols["nbytes"],
         labels=plan.labels,
         stream_names=list(plan.stream_names),
         engine_names=[*run.copies.names, "Compute"],
-        **dep_columns(plan.stream, enqueued, run.deps),
+        **dep_columns(cols["stream"], enqueued, run.deps),
         occupancy_time=np.asarray(run.blocks.occupancy_time, dtype=np.int64),
         occupancy_sms=np.asarray(run.blocks.occupancy_sms, dtype=np.int32),
         sm_count=preset.sm_count,

@@ -53,8 +53,8 @@ next device event, so each op costs a few list operations.
 from __future__ import annotations
 
 import gc
-import heapq
 from collections.abc import Callable
+from heapq import heappop, heappush
 
 from swimlanes.engine.blocks import EV_BATCH, SmWork
 from swimlanes.engine.copies import D2H, EV_COPY, H2D
@@ -114,15 +114,32 @@ def simulate(
 class _Run(RunState):
     """One simulation: the queues' draining, the engines and the event loop."""
 
+    __slots__ = ()
+
+    def engine_entries(self) -> list[Callable[[int, int], None]]:
+        """Per RUN_* code, the function that hands an op leaving its hardware queue at ``t``
+        to whatever runs it (a table: one index instead of a chain of tests per op)."""
+        table: list = [None] * 5
+        table[RUN_COPY] = self.to_copy_engine
+        table[RUN_SM] = self.to_sm_copy
+        table[RUN_KERNEL] = self.to_kernel
+        table[RUN_INSTANT] = self.finish_at_once
+        table[RUN_CALLBACK] = self.to_callback
+        return table
+
     def make_drain(self) -> Callable[[int], None]:
         """The function that lets every queue on the to-do list send its runnable head ops to
         their engines (a closure: it runs once per op, and this saves its set-up)."""
         todo, queues, done, waiters = self.todo, self.queues, self.done, self.waiters
-        run_of, start, dispatch, finish = self.plan.run, self.start, self.dispatch, self.finish
-        track, heap, next_seq, check_host = (
-            self.track_queue_delay, self.heap, self.next_seq, self.check_host
-        )  # fmt: skip
-        note_queue_delay = self.note_queue_delay
+        run_of, to_engine, check_host = self.plan.run, self.engine_entries(), self.check_host
+        track, heap, next_seq = self.track_queue_delay, self.heap, self.next_seq
+        note_queue_delay, start, end = self.note_queue_delay, self.start, self.end
+        # Event records and waits are done as they leave their queue; without completion
+        # groups that is finish(), inlined here because every third op or so is one.
+        inline_instant = not self.signal_delay
+        # Without shared queues each queue holds one stream, so the op behind one that just
+        # left waits for it (its first dependency): no need to look at it now.
+        one_stream = not track
 
         def drain(t: int) -> None:
             while todo:
@@ -136,21 +153,31 @@ class _Run(RunState):
                     i, deps, ready, arrived = head = queue[0]
                     for d in deps:
                         if done[d] < 0:
-                            waiters.setdefault(d, []).append(q)
                             break
                     else:
                         if ready > t:
-                            heapq.heappush(heap, (ready, next_seq(), EV_TIMER, q, 0))
+                            heappush(heap, (ready, next_seq(), EV_TIMER, q, 0))
                             break
                         queue.popleft()
                         if track:
                             note_queue_delay(q, head, t)
-                        if run_of[i] == RUN_INSTANT:  # event record / wait: done on arrival
-                            start[i] = t
-                            finish(i, t)
-                        else:
-                            dispatch(i, t, q)
-                        continue
+                        run = run_of[i]
+                        if run == RUN_INSTANT and inline_instant:
+                            start[i] = end[i] = done[i] = t
+                            ws = waiters[i]
+                            if ws is not None:
+                                waiters[i] = None
+                                todo.extend(ws)
+                            continue
+                        to_engine[run](i, t)
+                        if not (one_stream and queue and done[i] < 0):
+                            continue
+                        d = i
+                    w = waiters[d]  # re-examine q when d completes
+                    if w is None:
+                        waiters[d] = [q]
+                    else:
+                        w.append(q)
                     break
 
         return drain
@@ -171,40 +198,49 @@ class _Run(RunState):
         self.queue_prev_pop[q] = i
         self.queue_prev_pop_t[q] = t
 
-    # -- engines --------------------------------------------------------------------------------
-    def dispatch(self, i: int, t: int, q: int) -> None:
-        """Hand op ``i``, which just left hardware queue ``q``, to whatever runs it."""
+    # -- engines: where an op goes when it leaves its hardware queue at t ------------------------
+    def to_copy_engine(self, i: int, t: int) -> None:
+        # The copy engines' ready pools: (ready_time, op, stream, direction, work_ns).
         plan = self.plan
-        run = plan.run[i]
-        if run == RUN_COPY:
-            # The copy engines' ready pools: (ready_time, op, stream, direction, work_ns).
-            direction = H2D if plan.kind[i] == _H2D else D2H
-            pool = self.copy_pools[direction]
-            pool.append((t, i, plan.stream[i], direction, plan.solo[i]))
-            self.dirty |= _COPIES
-        elif run in (RUN_KERNEL, RUN_SM):
-            if run == RUN_KERNEL:
-                blocks, cost, max_res, block_ns = plan.kernel[i]
-                if self.signal_delay:
-                    self.group_kernel(i, plan.stream[i])
-            else:
-                blocks, cost, max_res, block_ns = self.sm_copy_shape(plan.solo[i])
-            prio = plan.priority[plan.stream[i]]
-            self.blocks.add(SmWork(i, prio, self.next_seq(), blocks, cost, max_res, block_ns))
-            self.engine[i] = self.compute_engine
-            self.dirty |= _BLOCKS
-        elif run == RUN_CALLBACK and plan.solo[i] > 0:
-            self.start[i] = t
-            heapq.heappush(self.heap, (t + plan.solo[i], self.next_seq(), EV_CALLBACK, i, 0))
+        direction = H2D if plan.kind[i] == _H2D else D2H
+        self.copy_pools[direction].append((t, i, plan.stream[i], direction, plan.solo[i]))
+        self.dirty |= _COPIES
+
+    def to_kernel(self, i: int, t: int) -> None:
+        plan = self.plan
+        blocks, cost, max_res, block_ns = plan.kernel[i]
+        s = plan.stream[i]
+        if self.signal_delay:
+            self.group_kernel(i, s)
+        prio = plan.priority[s]
+        self.blocks.add(SmWork(i, prio, self.next_seq(), blocks, cost, max_res, block_ns))
+        self.engine[i] = self.compute_engine
+        self.dirty |= _BLOCKS
+
+    def to_sm_copy(self, i: int, t: int) -> None:
+        """D2D copies and memsets: one wave over every SM at memory bandwidth."""
+        p, plan = self.preset, self.plan
+        per_sm = max(1, min(p.max_blocks_per_sm, p.max_threads_per_sm // 256))
+        cost = p.max_threads_per_sm // per_sm
+        block_ns = float(max(1, plan.solo[i]))
+        prio = plan.priority[plan.stream[i]]
+        work = SmWork(i, prio, self.next_seq(), p.sm_count, cost, p.sm_count * per_sm, block_ns)
+        self.blocks.add(work)
+        self.engine[i] = self.compute_engine
+        self.dirty |= _BLOCKS
+
+    def to_callback(self, i: int, t: int) -> None:
+        self.start[i] = t
+        solo = self.plan.solo[i]
+        if solo > 0:
+            heappush(self.heap, (t + solo, self.next_seq(), EV_CALLBACK, i, 0))
         else:
-            self.start[i] = t
             self.finish(i, t)
 
-    def sm_copy_shape(self, solo: int) -> tuple[int, int, int, float]:
-        """D2D copies and memsets: one wave over every SM at memory bandwidth."""
-        p = self.preset
-        per_sm = max(1, min(p.max_blocks_per_sm, p.max_threads_per_sm // 256))
-        return p.sm_count, p.max_threads_per_sm // per_sm, p.sm_count * per_sm, float(max(1, solo))
+    def finish_at_once(self, i: int, t: int) -> None:
+        """Event records and waits: done as they leave the queue."""
+        self.start[i] = t
+        self.finish(i, t)
 
     def finish(self, i: int, t: int) -> None:
         """Op ``i`` ended on its engine at ``t``; make it visible to dependents."""
@@ -213,8 +249,9 @@ class _Run(RunState):
             self.finish_grouped(i, t)
             return
         self.done[i] = t
-        ws = self.waiters.pop(i, None)
-        if ws:
+        ws = self.waiters[i]
+        if ws is not None:
+            self.waiters[i] = None
             self.todo.extend(ws)
 
     def finish_grouped(self, i: int, t: int) -> None:
@@ -230,8 +267,9 @@ class _Run(RunState):
             ready = [i]
         for x in ready:
             self.done[x] = t
-            ws = self.waiters.pop(x, None)
-            if ws:
+            ws = self.waiters[x]
+            if ws is not None:
+                self.waiters[x] = None
                 self.todo.extend(ws)
 
     # -- the loop -------------------------------------------------------------------------------
@@ -243,97 +281,95 @@ class _Run(RunState):
         go through host_step / drain / finish. See benchmarks/bench_engine.py.
         """
         heap, copies, blocks, todo = self.heap, self.copies, self.blocks, self.todo
-        host_step, drain, finish, engine = (
-            self.host_step,
-            self.make_drain(),
-            self.finish,
-            self.engine,
-        )
-        heappop = heapq.heappop
-        plan = self.plan
-        host_l, kind_l, stream_l, queue_l, cost_l = (
-            plan.host, plan.kind, plan.stream, plan.queue, plan.cost
+        host_step, drain, finish, to_engine = (
+            self.host_step, self.make_drain(), self.finish, self.engine_entries()
         )  # fmt: skip
-        quiet, tail, queues, done = self.quiet, self.tail, self.queues, self.done
-        issue_start, issue_end, latency = self.issue_start, self.issue_end, self.launch_latency
+        plan = self.plan
+        host_l, kind_l, stream_l, queue_l, cost_l, run_l = (
+            plan.host, plan.kind, plan.stream, plan.queue, plan.cost, plan.run
+        )  # fmt: skip
+        quiet, tail, queues, done, end = self.quiet, self.tail, self.queues, self.done, self.end
+        issue_end, latency = self.issue_end, self.launch_latency
         plain = not (self.signal_delay or self.track_queue_delay)  # no grouping, no queue deps
-        last_record, event_of = self.last_record, plan.event
-        end, waiters_pop, event_edges = self.end, self.waiters.pop, self.event_edges
-        copies_dispatch, blocks_dispatch = copies.dispatch, blocks.dispatch
+        last_record, event_of, event_edges = self.last_record, plan.event, self.event_edges
+        engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
+        copies_dispatch, copies_finish = copies.dispatch, copies.finish
+        blocks_dispatch, batch_end = blocks.dispatch, blocks.batch_end
         steps = 0
         n_ops = self.n
         n = max(1, n_ops)
         next_report = 0
         while True:
-            te = heap[0][0] if heap else INF
-            th = self.host_t
-            if th <= te:
-                if th == INF:
+            te = heap[0][0]
+            t = self.host_t
+            if t <= te:
+                if t == INF:
                     break
-                t = th
                 i = self.host_i
                 s = stream_l[i]
-                k = kind_l[i]
                 if host_l[i] != ENQ or not quiet[s] or not plain:
                     host_step(t)
                 else:
                     # Inlined fast path of host_step + enqueue + stream_deps (a plain async call
                     # on a stream with nothing new to wait for): this runs once per op.
+                    k = kind_l[i]
                     p = tail[s]
                     tail[s] = i
                     deps = (p,) if p >= 0 else ()
                     r = -1
-                    if k == EVENT_RECORD:
-                        last_record[event_of.get(i)] = i
-                    elif k == EVENT_WAIT:
-                        r = last_record.get(event_of.get(i), -1)
+                    if k == EVENT_WAIT:
+                        r = last_record.get(event_of[i], -1)
                         if r >= 0:
                             deps = (*deps, r)
                             event_edges[s].append(r)  # drawn from the next op of the stream
-                            quiet[s] = False
+                    else:
+                        if event_edges[s]:
+                            self.flush_event_edges(i, s)
+                        if k == EVENT_RECORD:
+                            last_record[event_of[i]] = i
                     q = queue_l[i]
                     queue = queues[q]
                     ready = t + latency if k == KERNEL else t
-                    if (
-                        not queue
-                        and ready <= t
-                        and (p < 0 or done[p] >= 0)
-                        and (r < 0 or done[r] >= 0)
-                    ):
-                        self.dispatch(i, t, q)
+                    if queue:  # behind other ops: it leaves when they have
+                        queue.append((i, deps, ready, t))
+                    elif ready <= t and (p < 0 or done[p] >= 0) and (r < 0 or done[r] >= 0):
+                        to_engine[run_l[i]](i, t)  # nothing to wait for: straight to its engine
                     else:
                         queue.append((i, deps, ready, t))
-                        if len(queue) == 1:
-                            todo.append(q)
+                        todo.append(q)
                     issue_end[i] = t
                     i += 1
                     self.host_i = i
                     if i < n_ops:
-                        issue_start[i] = t
                         self.host_t = t + cost_l[i]
                     else:
                         self.host_t = INF
             else:
                 t, _, tag, a, b = heappop(heap)
                 if tag == EV_COPY:
-                    op = copies.finish(a, b, t)
-                    if op >= 0:
+                    if b != a.version:  # stale: the copy's speed changed since
+                        if not self.dirty:
+                            continue  # nothing changed and nothing is due (todo is empty)
+                    else:
+                        op = copies_finish(a, t)
                         engine[op] = a.index
                         end[op] = done[op] = t  # finish(), inlined: copies are never grouped
-                        ws = waiters_pop(op, None)
-                        if ws:
+                        ws = waiters[op]
+                        if ws is not None:
+                            waiters[op] = None
                             todo.extend(ws)
                         self.dirty |= _COPIES
                 elif tag == EV_BATCH:
-                    if blocks.batch_end(a, b):
+                    if batch_end(a, b):
+                        op = a.op
                         if plain:
-                            op = a.op
                             end[op] = done[op] = t
-                            ws = waiters_pop(op, None)
-                            if ws:
+                            ws = waiters[op]
+                            if ws is not None:
+                                waiters[op] = None
                                 todo.extend(ws)
                         else:
-                            finish(a.op, t)
+                            finish(op, t)
                     self.dirty |= _BLOCKS
                 elif tag == EV_TIMER:
                     todo.append(a)
@@ -342,10 +378,11 @@ class _Run(RunState):
             if todo:
                 drain(t)
             dirty = self.dirty
-            if dirty and (heap[0][0] if heap else INF) > t and self.host_t > t:
-                # Nothing else happens at t: let idle engines pick their next work.
+            if dirty and heap[0][0] > t and self.host_t > t:
+                # Nothing else happens at t: let idle engines pick their next work (copy
+                # engines only if a copy is ready: most copy ends leave nothing to start).
                 self.dirty = 0
-                if dirty & _COPIES:
+                if dirty & _COPIES and (copy_pools[0] or copy_pools[1]):
                     copies_dispatch(t)
                 if dirty & _BLOCKS:
                     blocks_dispatch(t)

@@ -45,20 +45,33 @@ def _times(n: int) -> array:
 class RunState:
     """Columns, queues and stream bookkeeping of one simulation."""
 
+    # Slots: an instance with this many attributes outgrows CPython's fast (split) instance
+    # dicts, and the event loop reads and writes some of them once per op.
+    __slots__ = (
+        "plan", "preset", "n", "progress", "cancel", "issue_end", "start", "end", "done",
+        "engine", "deps", "heap", "next_seq", "copies", "blocks", "compute_engine", "copy_pools",
+        "queues", "queue_last_stream", "queue_prev_pop", "queue_prev_pop_t", "launch_latency",
+        "track_queue_delay", "waiters", "todo", "tail", "covered", "seen_default", "seen_barrier",
+        "event_edges", "quiet", "last_default", "barrier_id", "barrier_ops", "last_record",
+        "host_i", "host_t", "host_wait", "dirty", "signal_delay", "groups", "last_kernel",
+    )  # fmt: skip
+
     def __init__(self, plan: Plan, preset: DevicePreset, progress, cancel) -> None:
         n = len(plan.kind)
         self.plan, self.preset, self.n = plan, preset, n
         self.progress, self.cancel = progress, cancel
         # Result columns as raw int64 arrays: no Python int object kept per time, and numpy
-        # takes them over without a copy.
-        self.issue_start = _times(n)
+        # takes them over without a copy. (A call starts when the previous one returns, so
+        # issue_start is issue_end shifted by one: result.py derives it.)
         self.issue_end = _times(n)
         self.start = _times(n)
         self.end = _times(n)
         self.done = [-1] * n  # when each op's completion is visible to dependents
         self.engine = array("h", [-1]) * n
         self.deps: tuple[list[int], list[int], list[int]] = ([], [], [])
-        self.heap: list = []
+        # Device events (time, seq, tag, a, b). The sentinel at INF is never popped (the host,
+        # done or not, is never later) and spares the loop its empty-heap tests.
+        self.heap: list = [(INF, -1, 0, None, 0)]
         seq = itertools.count()
         self.next_seq = seq.__next__
         self.copies = CopyEngines(preset, self.heap, self.next_seq, self.start)
@@ -72,14 +85,17 @@ class RunState:
         self.queue_prev_pop_t = [-1] * plan.queue_count
         self.launch_latency = round(preset.kernel_launch_latency_us * 1000.0)
         self.track_queue_delay = plan.shared_queues
-        self.waiters: dict[int, list[int]] = {}
+        # Per op: the queues (or HOST) to re-examine when it completes; None: nobody waits.
+        self.waiters: list[list[int] | None] = [None] * n
         self.todo: list[int] = []
         self.tail = [-1] * n_streams
         self.covered = [-1] * n_streams  # tail of each blocking stream the default stream waited on
         self.seen_default = [-1] * n_streams
         self.seen_barrier = [0] * n_streams
         self.event_edges: list[list[int]] = [[] for _ in range(n_streams)]
-        self.quiet = [False] * n_streams  # True: next op needs only stream order (fast path)
+        # True: the stream's next op needs only stream order and the event edges of the waits
+        # just before it (the simulator's fast path).
+        self.quiet = [False] * n_streams
         self.last_default = -1
         self.barrier_id = 0
         self.barrier_ops: list[int] = []
@@ -91,8 +107,6 @@ class RunState:
         self.signal_delay = preset.completion_signal_delay
         self.groups: dict[int, list] = {}  # kernel -> [running, deferred ops] (signal delay)
         self.last_kernel: tuple[int, int, list] = (-2, -1, [0, []])  # (op, stream, group)
-        if n:
-            self.issue_start[0] = 0
 
     # -- dependencies ---------------------------------------------------------------------------
     def edge(self, src: int, dst: int, kind: str) -> None:
@@ -109,14 +123,12 @@ class RunState:
         plan, edge = self.plan, self.edge
         deps = [p] if p >= 0 else []
         if kind == EVENT_WAIT:
-            r = self.last_record.get(plan.event.get(i), -1)
+            r = self.last_record.get(plan.event[i], -1)
             if r >= 0:
                 deps.append(r)
                 self.event_edges[s].append(r)
         elif self.event_edges[s]:
-            for r in self.event_edges[s]:
-                edge(r, i, "event")
-            self.event_edges[s] = []
+            self.flush_event_edges(i, s)
         klass = plan.stream_class[s]
         if klass == STREAM_LEGACY:
             for b, c in enumerate(plan.stream_class):
@@ -141,8 +153,14 @@ class RunState:
                 if b != p and b != i:
                     deps.append(b)
                     edge(b, i, "default_stream")
-        self.quiet[s] = klass != STREAM_LEGACY and not self.event_edges[s]
+        self.quiet[s] = klass != STREAM_LEGACY
         return tuple(deps)
+
+    def flush_event_edges(self, i: int, s: int) -> None:
+        """Draw the "event" edges of the waits just before op ``i`` in stream ``s``."""
+        for r in self.event_edges[s]:
+            self.edge(r, i, "event")
+        self.event_edges[s] = []
 
     def set_barrier(self) -> None:
         """Device-wide implicit synchronisation: later work waits for all work issued so far."""
@@ -162,7 +180,6 @@ class RunState:
             i += 1
             self.host_i = i
             if i < self.n:
-                self.issue_start[i] = t
                 self.host_t = t + plan.cost[i]
             else:
                 self.host_t = INF
@@ -185,7 +202,7 @@ class RunState:
             s = plan.stream[i]
             wait = [self.tail[s]] if s >= 0 and self.tail[s] >= 0 else []
         elif h == WAIT_EVENT:
-            r = self.last_record.get(plan.event.get(i), -1)
+            r = self.last_record.get(plan.event[i], -1)
             wait = [r] if r >= 0 else []
         elif h == WAIT_ALL:
             wait = [x for x in self.tail if x >= 0]
@@ -205,7 +222,11 @@ class RunState:
         wait = self.host_wait
         for x in wait:
             if done[x] < 0:
-                self.waiters.setdefault(x, []).append(HOST)
+                w = self.waiters[x]
+                if w is None:
+                    self.waiters[x] = [HOST]
+                else:
+                    w.append(HOST)
                 return
         last = max(wait, key=done.__getitem__)
         self.host_wait = None
@@ -219,7 +240,6 @@ class RunState:
         i += 1
         self.host_i = i
         if i < self.n:
-            self.issue_start[i] = t
             self.host_t = t + self.plan.cost[i]
         else:
             self.host_t = INF
@@ -229,13 +249,13 @@ class RunState:
         plan = self.plan
         s, kind = plan.stream[i], plan.kind[i]
         p = self.tail[s]
-        if self.quiet[s] and kind != EVENT_WAIT:
+        if self.quiet[s] and kind != EVENT_WAIT and not self.event_edges[s]:
             deps: tuple[int, ...] = (p,) if p >= 0 else ()
         else:
             deps = self.stream_deps(i, s, kind, p)
         self.tail[s] = i
         if kind == EVENT_RECORD:
-            self.last_record[plan.event.get(i)] = i
+            self.last_record[plan.event[i]] = i
         q = plan.queue[i]
         queue = self.queues[q]
         queue.append((i, deps, t + self.launch_latency if kind == KERNEL else t, t))
