@@ -46,3 +46,11 @@ def example_names() -> list[str]:
 
 def example_path(name: str) -> Path:
     return examples_dir() / f"{name}.json"
+
+
+def pipeline_argument(arg: str) -> Path:
+    """A command's pipeline argument as a path: a file, or the name of a shipped example."""
+    path = Path(arg)
+    if not path.exists() and path.suffix == "" and example_path(arg).is_file():
+        return example_path(arg)
+    return path

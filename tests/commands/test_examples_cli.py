@@ -70,3 +70,17 @@ def test_no_installed_examples_is_reported(
     monkeypatch.setenv("SWIMLANES_RESOURCES", str(tmp_path))
     assert main(["examples"]) == 2
     assert "no examples are installed" in capsys.readouterr().err
+
+
+def test_commands_accept_a_shipped_example_by_name(tmp_path, capsys, monkeypatch) -> None:
+    import json
+
+    from swimlanes.cli import main as cli_main
+
+    monkeypatch.chdir(tmp_path)  # no file of that name here: the name means the example
+    assert cli_main(["simulate", "two-streams", "--json", "--device", "ideal"]) == 0
+    assert json.loads(capsys.readouterr().out)["makespan_us"] == 4000.0
+    assert cli_main(["codegen", "two-streams", "--lang", "cuda", "-o", "p.cu"]) == 0
+    assert (tmp_path / "p.cu").read_text().count("cudaMemcpyAsync") == 4
+    assert cli_main(["simulate", "no-such-example"]) == 2
+    assert "no such file" in capsys.readouterr().err

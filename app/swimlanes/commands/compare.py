@@ -16,7 +16,7 @@ from pathlib import Path
 from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import load_pipeline
-from swimlanes.resources import measurements_dir
+from swimlanes.resources import measurements_dir, pipeline_argument
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 
@@ -92,7 +92,7 @@ def run(args: argparse.Namespace) -> int:
     from swimlanes.engine import get_preset, simulate
     from swimlanes.timeline.compare import compare_timelines
 
-    pipeline = load_pipeline(args.file)
+    pipeline = load_pipeline(pipeline_argument(args.file))
     measured, source = measured_timeline(args, pipeline)
     if not len(measured) or measured.t0 == NO_TIME:
         raise CommandError("the measurement holds no ops")

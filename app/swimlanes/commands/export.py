@@ -13,6 +13,7 @@ from pathlib import Path
 
 from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
+from swimlanes.resources import pipeline_argument
 from swimlanes.timeline.timeline import Timeline
 
 IMAGE_FORMATS = (".png", ".svg", ".pdf")
@@ -62,7 +63,7 @@ def load_inputs(
     """(simulated, measured, title, pipeline if known) from INPUT and ``--measured``."""
     from swimlanes.commands.simulate import simulate_file
 
-    path = Path(args.input)
+    path = pipeline_argument(args.input)
     if not path.is_file():
         raise CommandError(f"no such file: {path}")
     simulated = measured = None

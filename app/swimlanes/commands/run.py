@@ -16,6 +16,7 @@ from pathlib import Path
 from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import load_pipeline
+from swimlanes.resources import pipeline_argument
 from swimlanes.timeline.timeline import Timeline
 
 
@@ -54,7 +55,7 @@ def run(args: argparse.Namespace) -> int:
     from swimlanes.timeline.io import save_run
     from swimlanes.timeline.metrics import compute_metrics
 
-    pipeline = load_pipeline(args.file)
+    pipeline = load_pipeline(pipeline_argument(args.file))
     timeline = measure(pipeline, args.repeat, args.warmup, args.backend)
     if args.output:
         try:

@@ -11,6 +11,7 @@ from typing import Any
 from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import load_pipeline
+from swimlanes.resources import pipeline_argument
 from swimlanes.timeline.insights import Insight, explain
 from swimlanes.timeline.metrics import Metrics, compute_metrics, metrics_json
 from swimlanes.timeline.timeline import NO_TIME, Timeline
@@ -31,7 +32,7 @@ def simulate_file(path: str | Path, requested_device: str | None) -> tuple[Pipel
     """Load, pick the device and simulate; user errors become :class:`CommandError`."""
     from swimlanes.engine import get_preset, simulate
 
-    pipeline = load_pipeline(path)
+    pipeline = load_pipeline(pipeline_argument(str(path)))
     device = device_choice(pipeline, requested_device)
     try:
         preset = get_preset(device)
