@@ -164,8 +164,10 @@ def _declarations(plan: CodePlan) -> list[str]:
             out.append(f"static cudaStream_t {ident} = cudaStreamPerThread;{note}")
         else:
             out.append(f"static cudaStream_t {ident};{note}")
-    out += [f"static cudaEvent_t {ident};  // {comment_text(ev)}" for ev, ident in
-            plan.event_ids.items()]
+    out += [
+        f"static cudaEvent_t {ident};  // {comment_text(ev)}"
+        for ev, ident in plan.event_ids.items()
+    ]
     buffers = plan.buffers
     names = [*buffers.device.values(), *plan.d2d_sources.values(), "scratch"]
     names += [*buffers.pinned.values(), *buffers.pageable.values()]

@@ -8,15 +8,10 @@ cannot inject code into what is generated.
 
 from __future__ import annotations
 
-import math
 import re
 from dataclasses import dataclass, field
 
-from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline, Stream
-
-# Hopper/Ampere limits used to turn a kernel's duration into a per-block time.
-MAX_BLOCKS_PER_SM = 32
-MAX_THREADS_PER_SM = 2048
+from swimlanes.model.document import DEFAULT_STREAM, Pipeline, Stream
 
 _IDENT_BAD = re.compile(r"[^A-Za-z0-9_]")
 
@@ -34,11 +29,6 @@ def comment_text(text: str) -> str:
     # swallow the next line in C).
     flat = flat.replace("*/", "* /").replace("/*", "/ *").replace("\\", "/")
     return flat[:120]
-
-
-def residency(threads: int) -> int:
-    """Blocks of this size that fit on one SM at once."""
-    return max(1, min(MAX_BLOCKS_PER_SM, MAX_THREADS_PER_SM // max(1, threads)))
 
 
 @dataclass
@@ -103,23 +93,6 @@ def make_plan(pipeline: Pipeline) -> CodePlan:
         if op.op == "d2d":
             plan.d2d_sources[i] = f"d_src{i}"
     return plan
-
-
-def kernel_block_ns(op: Op, sm_count_expr: str) -> tuple[str, str]:
-    """Kernel timing as ``(mode, expression)`` in the generated language's arithmetic.
-
-    ``block`` mode: each block spins for the given ns. ``duration`` mode: the expression is the
-    whole-kernel ns, divided at run time by the number of waves on the device's SMs.
-    """
-    if op.block_us is not None:
-        return "block", str(int(round(op.block_us * 1000)))
-    if op.duration_us is not None:
-        return "duration", str(int(round(op.duration_us * 1000)))
-    return "roofline", sm_count_expr
-
-
-def waves(blocks: int, threads: int, sm_count: int) -> int:
-    return math.ceil(blocks / (sm_count * residency(threads)))
 
 
 def human_bytes(n: int) -> str:

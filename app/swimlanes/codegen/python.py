@@ -179,8 +179,10 @@ def _op_lines(plan: CodePlan, op: Op, index: int) -> list[str]:
 def _setup_lines(plan: CodePlan) -> list[str]:
     lines = ["    b = types.SimpleNamespace()", "    streams = {"]
     for s in plan.streams:
-        lines.append(f"        {plan.stream_ids[s.name]!r}: make_stream({s.kind!r}, {int(s.priority)}),"
-                     f"  # {comment_text(s.name)}")
+        lines.append(
+            f"        {plan.stream_ids[s.name]!r}: make_stream({s.kind!r}, {int(s.priority)}),"
+            f"  # {comment_text(s.name)}"
+        )
     lines.append("    }")
     lines.append("    events = {")
     for ev, ident in plan.event_ids.items():
@@ -193,10 +195,14 @@ def _setup_lines(plan: CodePlan) -> list[str]:
     for n, name in plan.buffers.pageable.items():
         lines.append(f"    b.{name} = np.ones({n}, dtype=np.uint8)")
     for i, name in plan.d2d_sources.items():
-        lines.append(f"    b.{name} = cuda.device_array({int(plan.pipeline.program[i].bytes or 1)}, "
-                     "dtype=np.uint8)")
+        lines.append(
+            f"    b.{name} = cuda.device_array({int(plan.pipeline.program[i].bytes or 1)}, "
+            "dtype=np.uint8)"
+        )
     lines.append("    b.scratch = cuda.device_array(1, dtype=np.uint8)")
-    lines.append("    # Raw pointers and stream handles: the driver calls take these, like CUDA C does.")
+    lines.append(
+        "    # Raw pointers and stream handles: the driver calls take these, like CUDA C does."
+    )
     lines.append("    handles = {k: driver.CUstream(int(s)) for k, s in streams.items()}")
     lines.append("    p = types.SimpleNamespace(**{k: pointer(v) for k, v in vars(b).items()})")
     return lines
@@ -240,8 +246,7 @@ def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
         "sm_count = 1",
         "",
         'if __name__ == "__main__":',
-        "    main(int(sys.argv[1]) if len(sys.argv) > 1 else "
-        f"{int(repeat)})",
+        f"    main(int(sys.argv[1]) if len(sys.argv) > 1 else {int(repeat)})",
         "",
     ]
     return "\n".join(out)
