@@ -6,8 +6,9 @@ executor's synthetic kernels; the program prints the median makespan as a JSON l
 
 from __future__ import annotations
 
-from swimlanes.codegen.plan import CodePlan, comment_text, human_bytes, make_plan
+from swimlanes.codegen.plan import CodePlan, comment_text, make_plan
 from swimlanes.model.document import Op, Pipeline
+from swimlanes.units import format_bytes
 
 _PRELUDE = r"""#include <algorithm>
 #include <chrono>
@@ -187,7 +188,7 @@ def _setup(plan: CodePlan) -> list[str]:
         out.append(f"    CHECK(cudaEventCreateWithFlags(&{ident}, cudaEventDisableTiming));")
     b = plan.buffers
     for n, name in b.device.items():
-        out.append(f"    CHECK(cudaMalloc(&{name}, {n}));  // {human_bytes(n)}")
+        out.append(f"    CHECK(cudaMalloc(&{name}, {n}));  // {format_bytes(n)}")
     for i, name in plan.d2d_sources.items():
         out.append(f"    CHECK(cudaMalloc(&{name}, {int(plan.pipeline.program[i].bytes or 1)}));")
     out.append("    CHECK(cudaMalloc(&scratch, 1));")

@@ -93,10 +93,3 @@ def make_plan(pipeline: Pipeline) -> CodePlan:
         if op.op == "d2d":
             plan.d2d_sources[i] = f"d_src{i}"
     return plan
-
-
-def human_bytes(n: int) -> str:
-    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
-        if n >= scale and n % (scale // 1024 or 1) == 0:
-            return f"{n / scale:g} {unit}"
-    return f"{n} B"

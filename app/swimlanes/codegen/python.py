@@ -6,8 +6,9 @@ like the executor's synthetic kernels, so its makespan is comparable with ``swim
 
 from __future__ import annotations
 
-from swimlanes.codegen.plan import CodePlan, comment_text, human_bytes, make_plan
+from swimlanes.codegen.plan import CodePlan, comment_text, make_plan
 from swimlanes.model.document import Op, Pipeline
+from swimlanes.units import format_bytes
 
 _PRELUDE = '''\
 import json
@@ -189,7 +190,7 @@ def _setup_lines(plan: CodePlan) -> list[str]:
         lines.append(f"        {ident!r}: cuda.event(timing=False),  # {comment_text(ev)}")
     lines.append("    }")
     for n, name in plan.buffers.device.items():
-        lines.append(f"    b.{name} = cuda.device_array({n}, dtype=np.uint8)  # {human_bytes(n)}")
+        lines.append(f"    b.{name} = cuda.device_array({n}, dtype=np.uint8)  # {format_bytes(n)}")
     for n, name in plan.buffers.pinned.items():
         lines.append(f"    b.{name} = cuda.pinned_array({n}, dtype=np.uint8)")
     for n, name in plan.buffers.pageable.items():
