@@ -77,9 +77,13 @@ def bench(n_ops: int, n_edits: int) -> dict:
     latencies, sims = [], []
     for i in range(n_edits):
         op = kernels[i % len(kernels)]
-        # Let the throttle interval pass so each edit is a fresh one, as a user's click is.
+        # Let the throttle interval pass so each edit is a fresh one, as a user's click is
+        # (a coarse Qt timer may fire a few ms late: wait until it has).
         time.sleep(window.sim_runner._timer.interval() / 1000.0 + 0.01)
         QApplication.processEvents()
+        while window.sim_runner._timer.isActive():
+            time.sleep(0.002)
+            QApplication.processEvents()
         before = paints.count
         t = time.perf_counter()
         window.controller.push(SetOpFields(op.uid, {"duration_us": op.duration_us * 1.5}))

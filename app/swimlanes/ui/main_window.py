@@ -47,6 +47,7 @@ from swimlanes.ui.gantt.summary import SummaryStrip
 from swimlanes.ui.gpu_runner import GpuRunner
 from swimlanes.ui.insights_panel import InsightsPanel
 from swimlanes.ui.settings import Settings
+from swimlanes.ui.window_layout import default_layout, first_start_size
 from swimlanes.ui.workers import SimulationRunner
 
 #: Above this many ops, insights are computed only while their tab is shown.
@@ -503,10 +504,7 @@ class MainWindow(FileHandling, QMainWindow):
         if geometry is not None:
             self.restoreGeometry(geometry)
         else:
-            screen = self.screen().availableGeometry()
-            self.resize(
-                min(1500, int(0.95 * screen.width())), min(950, int(0.95 * screen.height()))
-            )
+            self.resize(first_start_size(self.screen().availableGeometry().size()))
         if state is not None:
             self.restoreState(state)
         else:
@@ -514,10 +512,7 @@ class MainWindow(FileHandling, QMainWindow):
             QTimer.singleShot(0, self._default_layout)
 
     def _default_layout(self) -> None:
-        """First start: the charts get most of the height, the table and insights a strip."""
-        height = self.height()
-        self.resizeDocks([self.schedule_dock], [int(0.56 * height)], Qt.Orientation.Vertical)
-        self.schedule_splitter.setSizes([int(0.42 * height), int(0.14 * height)])
+        default_layout(self)
 
     def offer_recovery(self) -> bool:
         """If an earlier session left unsaved work, offer to restore it; True if restored."""

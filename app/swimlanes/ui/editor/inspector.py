@@ -212,7 +212,8 @@ class Inspector(QWidget):
                 self._show_stream(stream)
             else:
                 self.pages.setCurrentIndex(0)
-                self.title.setText(f"{count} ops selected" if count else "Inspector")
+                # no "Inspector" heading of its own: the dock's title already says it
+                self.title.setText(f"{count} ops selected" if count else "")
                 self.call.setText("")
                 self.empty_page.setText(
                     "Drag them together on the lanes, or select one to edit its fields."
@@ -221,6 +222,8 @@ class Inspector(QWidget):
                 )
         finally:
             self._loading = False
+        self.title.setVisible(bool(self.title.text()))
+        self.call.setVisible(bool(self.call.text()))
 
     def _show_op(self, op: Op) -> None:
         pipeline = self.controller.pipeline

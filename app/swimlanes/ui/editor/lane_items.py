@@ -149,6 +149,8 @@ class BlockItem(QGraphicsRectItem):
         self.uid = op.uid
         self.op = op
         self.index = index
+        self._shown = self._look()
+        self._top_left = (x, y + 6)
         self.setFlag(QGraphicsItem.GraphicsItemFlag.ItemIsSelectable, True)
         self.setZValue(2)
 
@@ -159,10 +161,18 @@ class BlockItem(QGraphicsRectItem):
         """Show the op's current state at its current column and lane."""
         self.op = op
         self.index = index
-        rect = QRectF(x, y + 6, COL_W - BLOCK_GAP, LANE_H - 12)
-        if rect != self.rect():
-            self.setRect(rect)
-        self.update()
+        if (x, y + 6) != self._top_left:
+            self._top_left = (x, y + 6)
+            self.setRect(QRectF(x, y + 6, COL_W - BLOCK_GAP, LANE_H - 12))
+        look = self._look()
+        if look != self._shown:
+            # only changed blocks repaint: every edit places all of a large program's blocks
+            self._shown = look
+            self.update()
+
+    def _look(self) -> tuple:
+        """What paint draws (besides position and selection)."""
+        return (self.op.op, self.index, block_label(self.op), block_detail(self.op))
 
     def paint(self, p: QPainter, _o: QStyleOptionGraphicsItem, _w: QWidget | None = None) -> None:
         r = self.rect()

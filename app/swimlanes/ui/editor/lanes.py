@@ -72,6 +72,7 @@ class LaneEditor(LaneCommands, QGraphicsView):
         self._blocks: dict[int, li.BlockItem] = {}
         self._headers: list[li.HeaderItem] = []  # pinned to the left edge
         self._arrows: list[QGraphicsItem] = []
+        self._arrow_ends: list[tuple[QPointF, QPointF]] = []
         self._hint: QGraphicsSimpleTextItem | None = None
         self._lane_signature: list[tuple[str, str, int]] | None = None
         self._syncing = False
@@ -95,6 +96,15 @@ class LaneEditor(LaneCommands, QGraphicsView):
     def lane_y(self, key: str) -> float:
         """Scene y of the top of a lane."""
         return li.TOP + self._lanes.index(key) * li.LANE_H
+
+    def height_for_lanes(self, count: int) -> int:
+        """Widget height that shows the ruler and ``count`` whole lanes (layout defaults)."""
+        bar = self.horizontalScrollBar().sizeHint().height()
+        return int(li.TOP + count * li.LANE_H) + 2 * self.frameWidth() + bar + 2
+
+    def visible_lanes(self) -> float:
+        """How many lanes fit in the viewport now."""
+        return (self.viewport().height() - li.TOP) / li.LANE_H
 
     @staticmethod
     def column_x(index: int) -> float:
@@ -187,9 +197,10 @@ class LaneEditor(LaneCommands, QGraphicsView):
         present = {op.uid for op in program}
         for uid in [uid for uid in self._blocks if uid not in present]:
             self.scene().removeItem(self._blocks.pop(uid))
+        lane_top = {key: li.TOP + row * li.LANE_H for row, key in enumerate(self._lanes)}
         for index, op in enumerate(program):
             x = self.column_x(index) + li.BLOCK_GAP / 2
-            y = self.lane_y(self.lane_of(op))
+            y = lane_top[op.stream_name if op.op in STREAM_OPS else li.HOST_LANE]
             item = self._blocks.get(op.uid)
             if item is None:
                 item = li.BlockItem(op, index, x, y)
@@ -199,9 +210,7 @@ class LaneEditor(LaneCommands, QGraphicsView):
                 item.place(op, index, x, y)
 
     def _update_arrows(self) -> None:
-        for arrow in self._arrows:
-            self.scene().removeItem(arrow)
-        self._arrows = []
+        ends: list[tuple[QPointF, QPointF]] = []
         recorded: dict[str, li.BlockItem] = {}
         for op in self.controller.pipeline.program:
             if op.op not in ("event_record", "event_wait", "event_sync") or not op.event:
@@ -211,11 +220,22 @@ class LaneEditor(LaneCommands, QGraphicsView):
                 recorded[op.event] = item
             elif op.event in recorded:
                 src, dst = recorded[op.event].rect(), item.rect()
-                start = QPointF(src.right(), src.center().y())
-                end = QPointF(dst.left(), dst.center().y())
-                arrow = li.event_arrow(start, end)
-                self.scene().addItem(arrow)
-                self._arrows.append(arrow)
+                ends.append(
+                    (
+                        QPointF(src.right(), src.center().y()),
+                        QPointF(dst.left(), dst.center().y()),
+                    )
+                )
+        if ends == self._arrow_ends:
+            return  # most edits move no event op: keep the arrows
+        self._arrow_ends = ends
+        for arrow in self._arrows:
+            self.scene().removeItem(arrow)
+        self._arrows = []
+        for start, end in ends:
+            arrow = li.event_arrow(start, end)
+            self.scene().addItem(arrow)
+            self._arrows.append(arrow)
 
     def drawBackground(self, painter: QPainter, rect: QRectF) -> None:  # noqa: N802 - Qt's name
         """Lane stripes, the selected stream's lane, and the program-index columns."""

@@ -15,6 +15,7 @@ from PySide6.QtCore import (
     QMimeData,
     QModelIndex,
     QPersistentModelIndex,
+    QSize,
     Qt,
 )
 from PySide6.QtGui import QDropEvent, QFont, QFontDatabase, QKeyEvent
@@ -31,6 +32,8 @@ from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.code_lines import program_lines
 from swimlanes.ui.icons import op_icon
 
+#: Icon size of a program line: compact rows, so the panel shows more of the program.
+PROGRAM_ICON_PX = 18
 ROWS_MIME = "application/x-swimlanes-program-rows"
 _Index = QModelIndex | QPersistentModelIndex
 
@@ -213,6 +216,7 @@ class HostProgramPanel(QWidget):
         self.list.setDefaultDropAction(Qt.DropAction.MoveAction)
         self.list.setDropIndicatorShown(True)
         self.list.setUniformItemSizes(True)
+        self.list.setIconSize(QSize(PROGRAM_ICON_PX, PROGRAM_ICON_PX))
         self.list.setAlternatingRowColors(True)
         self.list.setTextElideMode(Qt.TextElideMode.ElideNone)  # code is read whole: scroll
         layout.addWidget(self.list)
@@ -254,6 +258,29 @@ class HostProgramPanel(QWidget):
             return
         rows = sorted(i.row() for i in self.list.selectionModel().selectedIndexes())
         self.controller.set_selection_indexes(rows)
+
+    def height_for_lines(self, count: int) -> int:
+        """Panel height that shows ``count`` lines of the program (layout defaults)."""
+        # an empty program has no row to measure: an icon (with its margins) or a line of text
+        icon = PROGRAM_ICON_PX + 4
+        row = max(self.list.sizeHintForRow(0), icon, self.list.fontMetrics().height() + 4)
+        chrome = self.height() - self.list.viewport().height() if self.isVisible() else 0
+        if chrome <= 0:  # not laid out yet: title, margins, frame and scroll bar
+            m = self.layout().contentsMargins()
+            chrome = (
+                m.top()
+                + m.bottom()
+                + self.layout().spacing()
+                + self.fontMetrics().height()
+                + 2 * self.list.frameWidth()
+                + self.list.horizontalScrollBar().sizeHint().height()
+            )
+        return int(count * row + chrome + 2)
+
+    def visible_lines(self) -> float:
+        """How many program lines fit in the list now."""
+        row = max(self.list.sizeHintForRow(0), 1)
+        return self.list.viewport().height() / row
 
     def lines(self) -> list[str]:
         """The displayed lines (for tests and export)."""

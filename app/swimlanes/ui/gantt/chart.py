@@ -39,6 +39,8 @@ from swimlanes.ui.style import CATEGORY_COLOUR, OKABE_ITO
 
 ZOOM_STEP = 0.8
 PAN_STEP = 0.1
+#: Rows never get thinner than this (pixels): row titles stay apart and bars stay clickable.
+MIN_ROW_PX = 20
 
 
 class _ChartViewBox(pg.ViewBox):
@@ -76,10 +78,13 @@ class GanttChart(QWidget):
     """One timeline as a Gantt chart, with selection, hover, dependencies, ruler and cursor."""
 
     selection_changed = Signal(list)
+    #: The legend's (text, colour, shape) entries changed (a shared legend follows them).
+    legend_changed = Signal(list)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
         self._timeline: Timeline | None = None
+        self.legend_items: list[tuple[str, str, str]] = []
         self._overlay_tl: Timeline | None = None
         self._layout_rows: list[str] | None = None
         self._stream_info: dict[str, dict] | None = None
@@ -146,7 +151,10 @@ class GanttChart(QWidget):
 
     def set_row_layout(self, rows: list[str] | None) -> None:
         """Force these rows in this order (rows missing from the timeline stay empty)."""
-        self._layout_rows = list(rows) if rows else None
+        rows = list(rows) if rows else None
+        if rows == self._layout_rows:
+            return  # set after every edit; the rows rarely change
+        self._layout_rows = rows
         self._relayout(fit=False)
 
     def set_stream_info(self, info: dict[str, dict] | None) -> None:
@@ -171,6 +179,7 @@ class GanttChart(QWidget):
         self._row_axis.set_titles(self.rows_model.titles)
         self._vb.setLimits(yMin=0, yMax=max(n, 1), minXRange=1e-3)
         self._vb.setYRange(0, max(n, 1), padding=0)
+        self.plot_widget.setMinimumHeight(self.minimum_plot_height())
         self._set_overlay_rows()
         self._refresh_marks()
         self._update_legend()
@@ -247,6 +256,24 @@ class GanttChart(QWidget):
                     (DEP_TITLE[DEP_KINDS[k]], colour or self._text_colour().name(), "line")
                 )
         self.legend.set_entries(entries)
+        if entries != self.legend_items:
+            self.legend_items = entries
+            self.legend_changed.emit(list(entries))
+
+    def minimum_plot_height(self, max_rows: int | None = None) -> int:
+        """Pixels the plot needs so that every row (or ``max_rows`` of them) is at least
+        MIN_ROW_PX high."""
+        axis = self.plot_item.getAxis("bottom")
+        axis_h = max(int(axis.height()), axis.minimumHeight(), 1)
+        rows = max(len(self.rows_model.keys), 1)
+        if max_rows is not None:
+            rows = min(rows, max_rows)
+        # the plot item's own margins and the view's frame: a few pixels
+        return rows * MIN_ROW_PX + int(axis_h) + 8
+
+    def row_height_px(self) -> float:
+        """Current height of one row on screen, in pixels."""
+        return float(self._vb.sceneBoundingRect().height()) / max(len(self.rows_model.keys), 1)
 
     # -- view -------------------------------------------------------------------------------------
     def fit_all(self) -> None:

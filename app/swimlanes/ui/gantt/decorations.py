@@ -137,9 +137,14 @@ class LegendBar(QWidget):
         self._layout.setContentsMargins(4, 2, 4, 2)
         self._layout.setSpacing(12)
         self.entries: list[str] = []
+        self._shown: list[tuple[str, str, str]] | None = None
 
     def set_entries(self, entries: list[tuple[str, str, str]]) -> None:
         """(text, colour, shape) with shape "box", "outline" or "line"."""
+        entries = list(entries)
+        if entries == self._shown:
+            return  # refreshed after every edit: rebuilding widgets would re-lay out the dock
+        self._shown = entries
         while self._layout.count():
             item = self._layout.takeAt(0)
             widget = item.widget()

@@ -2,16 +2,18 @@
 
 pyqtgraph's ``setXLink`` aligns views by their screen geometry, so both charts get the same
 fixed left-axis width and live in one vertical splitter (same width); then a time is at the
-same pixel column in both.
+same pixel column in both. The splitter scrolls vertically when the rows would otherwise get
+thinner than the charts' minimum row height, and one legend above both covers both.
 """
 
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
-from PySide6.QtWidgets import QLabel, QSplitter, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSplitter, QVBoxLayout, QWidget
 
 from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui.gantt.chart import GanttChart
+from swimlanes.ui.gantt.decorations import LegendBar
 from swimlanes.ui.gantt.rows import timeline_row_keys
 
 
@@ -25,6 +27,20 @@ def measured_title(tl: Timeline | None) -> str:
     backend = tl.meta.get("backend")
     device = tl.device or "unknown device"
     return f"Measured — {device} ({backend})" if backend else f"Measured — {device}"
+
+
+#: The schedule keeps room for this many rows of the simulated chart; more rows scroll.
+UNSCROLLED_ROWS = 12
+_SHAPE_ORDER = {"box": 0, "outline": 1, "line": 2}
+
+
+def merged_legend(*entry_lists: list[tuple[str, str, str]]) -> list[tuple[str, str, str]]:
+    """One legend for several charts: each entry once, colours first, then marks and arrows."""
+    seen: dict[str, tuple[str, str, str]] = {}
+    for entries in entry_lists:
+        for entry in entries:
+            seen.setdefault(entry[0], entry)
+    return sorted(seen.values(), key=lambda e: _SHAPE_ORDER.get(e[2], 3))
 
 
 def union_rows(*timelines: Timeline | None) -> list[str]:
@@ -71,9 +87,23 @@ class ComparisonCharts(QWidget):
         self.splitter.setChildrenCollapsible(False)
         self.splitter.addWidget(self._sim_pane)
         self.splitter.addWidget(self._meas_pane)
+        self.splitter.setStretchFactor(0, 1)
+        self.splitter.setStretchFactor(1, 1)
+        # Rows keep their minimum height: when both charts do not fit, scroll instead.
+        self.scroll_area = QScrollArea()
+        self.scroll_area.setWidget(self.splitter)
+        self.scroll_area.setWidgetResizable(True)
+        self.scroll_area.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll_area.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.legend = LegendBar()
+        for chart in (self.simulated_chart, self.measured_chart):
+            chart.legend.hide()
+            chart.legend_changed.connect(self._update_legend)
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
-        box.addWidget(self.splitter)
+        box.setSpacing(0)
+        box.addWidget(self.legend)
+        box.addWidget(self.scroll_area, 1)
         self.measured_chart.plot_item.setXLink(self.simulated_chart.plot_item)
         self._simulated: Timeline | None = None
         self._measured: Timeline | None = None
@@ -82,6 +112,7 @@ class ComparisonCharts(QWidget):
         self.measured_chart.selection_changed.connect(self._from_measured)
         self._meas_pane.hide()
         self._retitle()
+        self._update_legend()
 
     # -- data -------------------------------------------------------------------------------------
     def set_simulated(self, tl: Timeline | None) -> None:
@@ -100,6 +131,7 @@ class ComparisonCharts(QWidget):
         self._sync_rows()
         self._update_overlay()
         self._retitle()
+        self._update_legend()
         if first:
             self.fit_all()
 
@@ -126,6 +158,19 @@ class ComparisonCharts(QWidget):
         )
         self.simulated_chart.left_axis_width = width
         self.measured_chart.left_axis_width = width
+        # The simulated chart of a usual pipeline never scrolls (its time axis stays in view):
+        # the surrounding layout must give it its rows' minimum height; the measured one below
+        # may scroll, and so do the rows of pipelines with very many streams.
+        # (computed here: the panes' layouts update their minimum size hints only later)
+        title_h = self._sim_pane.title.sizeHint().height()
+        plot_h = self.simulated_chart.minimum_plot_height(max_rows=UNSCROLLED_ROWS)
+        self.scroll_area.setMinimumHeight(title_h + plot_h)
+
+    def _update_legend(self, *_args: object) -> None:
+        charts = [self.simulated_chart]
+        if self._measured is not None:
+            charts.append(self.measured_chart)
+        self.legend.set_entries(merged_legend(*(c.legend_items for c in charts)))
 
     def _retitle(self) -> None:
         self._sim_pane.title.setText(simulated_title(self._simulated))

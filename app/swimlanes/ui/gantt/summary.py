@@ -70,7 +70,11 @@ def summary_rows(simulated: Any, measured: Any) -> list[tuple[str, str, str, str
 
 
 class SummaryStrip(QWidget):
-    """One column per quantity: simulated value, measured value and the model's error."""
+    """One column per quantity: simulated value, measured value and the model's error.
+
+    Labels are made once per grid cell and then only re-texted: the strip is refreshed after
+    every edit, and recreating widgets re-lays out (and repaints) the whole schedule dock.
+    """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -78,36 +82,50 @@ class SummaryStrip(QWidget):
         self._grid.setContentsMargins(6, 2, 6, 2)
         self._grid.setHorizontalSpacing(18)
         self._grid.setVerticalSpacing(0)
+        self._cells: dict[tuple[int, int], QLabel] = {}
+        self._stretch_col = -1
         self.rows: list[tuple[str, str, str, str]] = []
         self.set_metrics(None, None)
 
+    def _cell(self, row: int, col: int) -> QLabel:
+        label = self._cells.get((row, col))
+        if label is None:
+            label = QLabel()
+            if col == 0:
+                label.setStyleSheet("color: palette(mid);" if row else "")
+            elif row == 0:
+                label.setStyleSheet("font-weight: bold;")
+            else:
+                label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+            self._grid.addWidget(label, row, col)
+            self._cells[(row, col)] = label
+        return label
+
     def set_metrics(self, simulated: Any, measured: Any) -> None:
         """Show these metrics (None for a missing side)."""
-        while self._grid.count():
-            w = self._grid.takeAt(0).widget()
-            if w is not None:
-                w.hide()
-                w.setParent(None)
-                w.deleteLater()
-        for col in range(self._grid.columnCount()):
-            self._grid.setColumnStretch(col, 0)
         self.rows = summary_rows(simulated, measured)
         has_measured = measured is not None
         heads = ["", "simulated"] + (["measured", "model error"] if has_measured else [])
-        for r, text in enumerate(heads):
-            label = QLabel(text)
-            label.setStyleSheet("color: palette(mid);" if r else "")
-            self._grid.addWidget(label, r, 0)
+        texts: dict[tuple[int, int], str] = {(r, 0): t for r, t in enumerate(heads)}
         for c, (name, s, m, err) in enumerate(self.rows, start=1):
-            title = QLabel(name)
-            title.setStyleSheet("font-weight: bold;")
-            self._grid.addWidget(title, 0, c)
-            values = [s] + ([m, err] if has_measured else [])
-            for r, v in enumerate(values, start=1):
-                label = QLabel(v)
-                label.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
-                self._grid.addWidget(label, r, c)
-        self._grid.setColumnStretch(len(self.rows) + 1, 1)
+            texts[(0, c)] = name
+            for r, v in enumerate([s] + ([m, err] if has_measured else []), start=1):
+                texts[(r, c)] = v
+        for key, text in texts.items():
+            label = self._cell(*key)
+            if label.text() != text:
+                label.setText(text)
+            if label.isHidden():
+                label.show()
+        for key, label in self._cells.items():
+            if key not in texts and not label.isHidden():
+                label.hide()
+        stretch = len(self.rows) + 1
+        if stretch != self._stretch_col:
+            if self._stretch_col >= 0:
+                self._grid.setColumnStretch(self._stretch_col, 0)
+            self._grid.setColumnStretch(stretch, 1)
+            self._stretch_col = stretch
 
     def text(self) -> str:
         """The strip as plain text (status bar, copy, tests)."""
