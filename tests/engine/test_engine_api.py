@@ -78,7 +78,8 @@ def test_timeline_shape_and_metadata() -> None:
         "connections": 8,
     }
     assert tl.sm_count == 132 and tl.occupancy_sms.max() == 10
-    assert tl.issue_end[3] == tl.end[2]  # the event sync returns when the record completes
+    # The event sync returns when the driver has seen the record complete.
+    assert tl.issue_end[3] == tl.end[2] + get_preset("h200").sync_return_ns("event_sync")
 
 
 def test_accepts_a_preset_object() -> None:

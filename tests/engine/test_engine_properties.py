@@ -39,7 +39,8 @@ def test_schedule_invariants(pipeline: Pipeline, device: str) -> None:
     enq = _enqueued_rows(tl)
     # Every op is issued, in program order, one call after another.
     assert (tl.issue_start != NO_TIME).all() and (tl.issue_end >= tl.issue_start).all()
-    assert (tl.issue_start[1:] == tl.issue_end[:-1]).all()
+    gap = round(preset.host_call_gap_us * 1000.0)
+    assert (tl.issue_start[1:] == tl.issue_end[:-1] + gap).all()
     for r in range(n):
         on_device = r in enq
         assert (tl.start[r] != NO_TIME) == on_device
@@ -50,6 +51,10 @@ def test_schedule_invariants(pipeline: Pipeline, device: str) -> None:
         assert tl.start[r] >= tl.issue_start[r] + preset.issue_cost_ns(tl.op_kind(r))
         if pipeline.program[r].op == "kernel":
             assert tl.start[r] >= tl.issue_end[r] + preset.kernel_launch_latency_us * 1000 - 1
+        elif pipeline.program[r].op in ("h2d", "d2h") and not _staged(pipeline.program[r]):
+            # (measured from the enqueue: a synchronous copy's call returns only when done)
+            took_effect = tl.issue_start[r] + preset.issue_cost_ns(tl.op_kind(r))
+            assert tl.start[r] >= took_effect + round(preset.copy_launch_latency_us * 1000)
 
     # Per-stream order: an op starts only after the previous op of its stream ended.
     for rows in _by_stream(tl).values():
@@ -58,7 +63,45 @@ def test_schedule_invariants(pipeline: Pipeline, device: str) -> None:
 
     _check_waits(pipeline, tl)
     _check_capacity(tl, preset)
-    _check_host_waits(pipeline, tl)
+    _check_host_waits(pipeline, tl, preset)
+    _check_latencies(pipeline, tl, preset)
+
+
+def _staged(op) -> bool:
+    """A pageable H2D copy whose call returns after staging (its DMA may start earlier)."""
+    return op.op == "h2d" and op.effective_host_memory == "pageable"
+
+
+def _engine_class(op, preset) -> int:
+    if op.op in ("kernel", "memset", "d2d"):
+        return 0
+    if op.op == "h2d" or (op.op == "d2h" and preset.shared_copy_engine):
+        return 1
+    return {"d2h": 2, "host_func": 3}.get(op.op, -1)
+
+
+def _check_latencies(pipeline: Pipeline, tl: Timeline, preset) -> None:
+    """An op waiting for the previous device op of its stream starts the preset's dependency
+    latency after it ended; a copy engine rests its gap between copies."""
+    program = pipeline.program
+    for rows in _by_stream(tl).values():
+        device = [r for r in rows if _engine_class(program[r], preset) >= 0]
+        for a, b in zip(device, device[1:], strict=False):
+            ca, cb = _engine_class(program[a], preset), _engine_class(program[b], preset)
+            if ca != cb:
+                lag = preset.dependency_latency_us
+            elif ca == 0:
+                lag = preset.kernel_dependency_latency_us
+            else:
+                continue
+            assert tl.start[b] >= tl.end[a] + round(lag * 1000.0), (a, b)
+    compute = tl.engine_names.index("Compute")
+    for e in range(compute):
+        spans = sorted(
+            (int(tl.start[r]), int(tl.end[r])) for r in range(len(tl)) if tl.engine[r] == e
+        )
+        for x, y in zip(spans, spans[1:], strict=False):
+            assert y[0] >= x[1] + round(preset.copy_engine_gap_us * 1000.0), (x, y)
 
 
 def _check_waits(pipeline: Pipeline, tl: Timeline) -> None:
@@ -121,15 +164,17 @@ def _check_resident(tl: Timeline, kernels: list[int], limit: int) -> None:
         assert running <= limit
 
 
-def _check_host_waits(pipeline: Pipeline, tl: Timeline) -> None:
-    """Host syncs return only after the work they wait for is done."""
+def _check_host_waits(pipeline: Pipeline, tl: Timeline, preset) -> None:
+    """Host syncs return only the preset's sync return lag after the work they wait for."""
     for r, op in enumerate(pipeline.program):
         earlier = [x for x in range(r) if int(tl.kind[x]) in ENQUEUED]
         if op.op in ("device_sync", "free"):
-            assert all(tl.issue_end[r] >= tl.end[x] for x in earlier)
+            lag = preset.sync_return_ns("device_sync")
+            assert all(tl.issue_end[r] >= tl.end[x] + lag for x in earlier)
         elif op.op == "stream_sync":
+            lag = preset.sync_return_ns("stream_sync")
             same = [x for x in earlier if pipeline.program[x].stream_name == op.stream_name]
-            assert all(tl.issue_end[r] >= tl.end[x] for x in same)
+            assert all(tl.issue_end[r] >= tl.end[x] + lag for x in same)
 
 
 @settings(max_examples=40, deadline=None)

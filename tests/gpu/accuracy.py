@@ -4,6 +4,10 @@
 ``DIR/<example>.h200.json`` (written by ``swimlanes run -o``), simulates each example on the
 preset, and writes ``PREFIX.json`` and ``PREFIX.md``: makespans, errors, median and worst
 |error|, and, to say where the model misses, the duration and start errors per op kind.
+
+``--fit`` also fits the preset's timing figures over all ops of all the measured runs
+(``swimlanes.engine.fit.fit_timing``: one global value per figure, never per example), prints
+them as JSON and writes ``PREFIX.fit.json``; the table is then for the preset with them put in.
 """
 
 from __future__ import annotations
@@ -12,9 +16,11 @@ import argparse
 import json
 import statistics
 from collections import defaultdict
+from dataclasses import replace
 from pathlib import Path
 
 from swimlanes.engine import get_preset, simulate
+from swimlanes.engine.fit import fit_timing
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import example_names, example_path
 from swimlanes.timeline.compare import accuracy_table, compare_timelines
@@ -45,8 +51,20 @@ def main() -> int:
     ap.add_argument("--preset", required=True)
     ap.add_argument("--runs", required=True)
     ap.add_argument("--out", required=True)
+    ap.add_argument("--fit", action="store_true", help="fit the timing figures first")
     args = ap.parse_args()
     preset = get_preset(args.preset)
+    if args.fit:
+        runs = []
+        for name in example_names():
+            run_path = Path(args.runs) / f"{name}.h200.json"
+            if run_path.is_file():
+                runs.append((load_pipeline(example_path(name)), load_run(run_path)[0]))
+        fitted = fit_timing(runs, preset)
+        text = json.dumps(fitted, indent=2)
+        Path(f"{args.out}.fit.json").write_text(text + "\n", encoding="utf-8")
+        print(text)
+        preset = replace(preset, **fitted)
     rows, details = [], {}
     for name in example_names():
         run_path = Path(args.runs) / f"{name}.h200.json"

@@ -30,3 +30,57 @@ def test_the_calibrated_h200_preset_meets_the_accuracy_targets() -> None:
     table = accuracy_table(rows)
     assert table.median_abs_error_pct <= 5.0, table.to_markdown()
     assert table.worst_abs_error_pct <= 10.0, table.to_markdown()
+
+
+def test_calibration_timing_program_lets_the_fit_recover_every_timing_figure() -> None:
+    """`swimlanes calibrate` fits its timing pipeline with engine.fit; run on a model GPU with
+    known figures, that pipeline must show each of them cleanly enough to recover it."""
+    from dataclasses import replace
+
+    from swimlanes.engine.fit import fit_timing
+    from swimlanes.gpu.calibrate import _pipeline, timing_program
+
+    truth = replace(
+        get_preset("h200"),
+        host_call_gap_us=0.15,
+        copy_launch_latency_us=2.0,
+        dependency_latency_us=7.0,
+        kernel_dependency_latency_us=1.2,
+        copy_engine_gap_us=1.9,
+        bidirectional_slowdown=0.05,
+        bidirectional_slowdown_d2h=0.085,
+        bidirectional_overhead_us=0.5,
+        bidirectional_overhead_d2h_us=3.0,
+        bidirectional_rest_us=0.0,
+        bidirectional_rest_d2h_us=5.5,
+    )
+    streams = [{"name": "a", "kind": "non_blocking"}, {"name": "b", "kind": "non_blocking"}]
+    for quick in (False, True):
+        pipeline = _pipeline("timing", streams, timing_program(quick))
+        fitted = fit_timing([(pipeline, simulate(pipeline, truth))], truth)
+        assert set(fitted) == {
+            "host_call_gap_us", "copy_launch_latency_us", "dependency_latency_us",
+            "kernel_dependency_latency_us", "copy_engine_gap_us", "bidirectional_rest_us",
+            "bidirectional_rest_d2h_us", "bidirectional_slowdown", "bidirectional_slowdown_d2h",
+            "bidirectional_overhead_us", "bidirectional_overhead_d2h_us",
+        }  # fmt: skip
+        for key, value in fitted.items():
+            assert value == pytest.approx(getattr(truth, key), abs=0.002), (quick, key)
+
+
+def test_the_shipped_h200_figures_are_the_fit_of_the_shipped_measurements() -> None:
+    """One global value per figure, fitted over every op of every example (accuracy.py --fit):
+    the shipped preset must be exactly that fit, never hand-tuned."""
+    from swimlanes.engine.fit import fit_timing
+
+    preset_file = presets_dir() / "h200.json"
+    if not preset_file.is_file():
+        pytest.skip("no calibrated h200 preset in this checkout")
+    preset = get_preset(str(preset_file))
+    runs = [
+        (load_pipeline(example_path(n)), load_run(measurements_dir() / f"{n}.h200.json")[0])
+        for n in example_names()
+    ]
+    fitted = fit_timing(runs, preset)
+    assert len(fitted) == 11
+    assert {k: getattr(preset, k) for k in fitted} == fitted

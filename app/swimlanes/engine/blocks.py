@@ -10,7 +10,9 @@ the order the kernels reached the GPU; running blocks are never preempted. At mo
 
 For speed the scheduler works in batches: all blocks of a kernel that fit at one moment start
 together and finish together ``block_ns`` later (one event per batch, never one per block), which
-is exactly the wave model for a kernel alone.
+is exactly the wave model for a kernel alone. A kernel's device-side overhead (the preset's
+``kernel_overhead_us``: block launch, exit and completion signal) lengthens its last batch, so
+the kernel ends that much after its blocks' time and its last blocks hold their slots meanwhile.
 """
 
 from __future__ import annotations
@@ -50,6 +52,7 @@ class SmWork:
     cost: int  # thread slots one block occupies
     max_resident: int  # SMs x residency: blocks of this kernel that fit at once
     block_ns: float  # fractional so that waves of a duration_us kernel add up exactly
+    tail_ns: int = 0  # kernel overhead: the last batch dispatched lasts this much longer
     resident: int = 0
     carry: float = 0.0
     started: bool = False
@@ -116,6 +119,8 @@ class BlockScheduler:
                     if di < 1:
                         di = 1
                     w.carry = d - di
+                    if w.remaining == 0:
+                        di += w.tail_ns
                     heappush(heap, (t + di, self._seq(), EV_BATCH, w, fit))
             busy += resident if resident < sm_count else sm_count
         self.free = free

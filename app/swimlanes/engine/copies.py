@@ -4,7 +4,11 @@ A copy engine runs one copy at a time. Engines form pools: one H2D pool and one 
 single pool for both directions when the preset has a shared copy engine. The choice among ready
 copies is :func:`choose_copy`. Bandwidth is shared fluidly: a copy's remaining work is kept in
 "ns alone" and its speed is recomputed whenever the set of running copies changes, so an H2D
-and a D2H that overlap for part of their lives each slow down only for that part.
+and a D2H that overlap for part of their lives each slow down only for that part (each by its
+direction's factor: the preset's ``bidirectional_slowdown`` and ``bidirectional_slowdown_d2h``),
+and a copy pays its direction's ``bidirectional_overhead_us`` once when it first runs against
+the other direction. After each copy an engine rests ``copy_engine_gap_us`` before its next
+(plus its direction's ``bidirectional_rest_us`` if the copy ran against the other direction).
 """
 
 from __future__ import annotations
@@ -53,6 +57,9 @@ class _Engine:
     factor: float = 1.0
     version: int = 0
     index: int = 0
+    contended: bool = False  # has run against the other direction (paid the fixed cost)
+    free_at: int = 0  # when its rest after the last copy is over
+    wake_at: int = -1  # the rest-over event already on the heap
 
 
 class CopyEngines:
@@ -80,6 +87,12 @@ class CopyEngines:
             self.engines = [_Engine(pool=0) for _ in range(n)] + [_Engine(pool=1) for _ in range(n)]
             self.ready = [[], []]
         self.slowdown = preset.bidirectional_slowdown
+        gap = round(preset.copy_engine_gap_us * 1000.0)
+        rest, rest_d2h = preset.bidirectional_rest_us, preset.bidirectional_rest_d2h_us
+        rests = (rest, rest if rest_d2h is None else rest_d2h)
+        # Per direction: an engine's rest after a copy that ran alone, and after one that ran
+        # against the other direction.
+        self._rest = tuple((gap, gap + round(r * 1000.0)) for r in rests)
         # Fermi-style queues feed each engine in issue order: the queue decides, not the engine.
         self.order = "fifo" if preset.hardware_queues == "fermi" else preset.copy_order
         self.running = [0, 0]  # copies running per direction
@@ -87,7 +100,14 @@ class CopyEngines:
         self._heap = heap
         self._seq = next_seq
         self._start = start
-        self._slowed = 1.0 + self.slowdown
+        d2h = preset.bidirectional_slowdown_d2h
+        # Per direction (H2D, D2H): the factor a copy's time grows by while the other runs,
+        # and the fixed cost (in ns at that speed) it pays the first time that happens.
+        self._slowed = (1.0 + self.slowdown, 1.0 + (self.slowdown if d2h is None else d2h))
+        fixed = preset.bidirectional_overhead_us
+        fixed_d2h = preset.bidirectional_overhead_d2h_us
+        self._fixed = (fixed * 1000.0, (fixed if fixed_d2h is None else fixed_d2h) * 1000.0)
+        self._fluid = self._fluid or self._slowed[D2H] > 1.0 or any(self._fixed)
         for k, e in enumerate(self.engines):
             e.index = k
         #: Each engine with its pool of ready copies (one lookup less per dispatch).
@@ -100,9 +120,15 @@ class CopyEngines:
         for e, ready in self._pools:
             if e.op >= 0 or not ready:
                 continue
+            if e.free_at > t:  # resting: come back when that is over (version -1: a wake-up)
+                if e.wake_at != e.free_at:
+                    e.wake_at = e.free_at
+                    heappush(heap, (e.free_at, self._seq(), EV_COPY, e, -1))
+                continue
             pos = 0 if len(ready) == 1 else choose_copy(ready, e.last_stream, self.order)
             _, op, stream, direction, work = ready.pop(pos)
             e.op, e.last_stream, e.since, e.remaining = op, stream, t, float(work)
+            e.contended = False
             e.direction = direction
             running[direction] += 1
             self._start[op] = t
@@ -118,9 +144,11 @@ class CopyEngines:
 
     def finish(self, e: _Engine, t: int) -> int:
         """Handle ``e``'s current end event (the caller drops stale ones: event version !=
-        ``e.version``): the finished op."""
+        ``e.version``, and treats version -1 as the end of the engine's rest): the finished
+        op."""
         op = e.op
         e.op = -1
+        e.free_at = t + self._rest[e.direction][e.contended]
         running = self.running
         running[e.direction] -= 1
         if self._fluid and (running[0] or running[1]):
@@ -136,13 +164,18 @@ class CopyEngines:
                 continue
             direction = e.direction
             factor = float(running[direction])
+            extra = 0.0
             if both_ways and running[1 - direction]:
-                factor *= slowed
+                factor *= slowed[direction]
+                if not e.contended:
+                    e.contended = True
+                    extra = self._fixed[direction] / factor
             old = e.factor
-            if factor == old:
+            if factor == old and not extra:
                 continue  # its speed did not change: its pending end event stays valid
             if old:
                 e.remaining -= (t - e.since) / old
+            e.remaining += extra
             e.since = t
             e.factor = factor
             version = e.version = e.version + 1

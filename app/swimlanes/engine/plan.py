@@ -115,7 +115,9 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
         return plan
     stream_index: dict[str | None, int] = {n: k for k, n in enumerate(plan.stream_names)}
     stream_index[None] = -1
-    costs = {name: preset.issue_cost_ns(name) for name in K}
+    # A call's cost here includes the host's gap before it (RunState takes it off the first).
+    gap = round(preset.host_call_gap_us * 1000.0)
+    costs = {name: gap + preset.issue_cost_ns(name) for name in K}
     # One pass over the Op objects (scattered in memory: each pass over them costs cache
     # misses); everything after it works on compact lists and arrays.
     shape_ids = _Numbering()  # shape -> its number, in order of first use
@@ -224,7 +226,7 @@ def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
             total = preset.roofline_ns(op.flops, op.bytes)
         cost = preset.max_threads_per_sm // per_sm
         out["value"] = (blocks, cost, preset.sm_count * per_sm, total / n_waves)
-        return ENQ, total
+        return ENQ, total + round(preset.kernel_overhead_us * 1000.0)
     if name in ("event_record", "event_wait"):
         return ENQ, 0
     if name == "host_func":

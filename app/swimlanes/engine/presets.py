@@ -27,6 +27,10 @@ HARDWARE_QUEUE_MODELS: tuple[str, ...] = ("hyperq", "fermi")
 COPY_ORDERS: tuple[str, ...] = ("measured", "fifo")
 #: Keys of ``bandwidth_table``: measured size -> bandwidth points per transfer kind.
 BANDWIDTH_KINDS: tuple[str, ...] = ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable")
+#: Keys of ``sync_return_us``: the blocking calls whose return lags the work they wait for
+#: (``sync_copy``: a copy call that returns when the copy is done; ``device_sync`` also
+#: covers ``free``, which synchronises the device).
+SYNC_RETURN_KINDS: tuple[str, ...] = ("stream_sync", "event_sync", "device_sync", "sync_copy")
 MAX_CONNECTIONS = 32
 
 
@@ -83,14 +87,50 @@ class DevicePreset:
     #: Measured points ``[[bytes, GB/s], ...]`` per kind of BANDWIDTH_KINDS; they replace the
     #: latency + bytes/bandwidth model for that kind (log-size interpolation between points).
     bandwidth_table: dict[str, list[list[float]]] = field(default_factory=dict)
-    #: While H2D and D2H copies run at once each takes (1 + this) times as long.
+    #: While H2D and D2H copies run at once each takes (1 + this) times as long (the H2D
+    #: copy only, when ``bidirectional_slowdown_d2h`` is set).
     bidirectional_slowdown: float = 0.105
+    #: The D2H copy's own slowdown while an H2D runs (None: ``bidirectional_slowdown``). On
+    #: PCIe the D2H payload shares the upstream link with the H2D's read requests, while the
+    #: H2D payload comes back on the otherwise idle downstream link: the D2H suffers more.
+    bidirectional_slowdown_d2h: float | None = None
+    #: A fixed cost each copy pays on top of the slowdown when it runs against the other
+    #: direction (the H2D's, and the D2H's unless ``bidirectional_overhead_d2h_us`` is set):
+    #: its first and last transfers wait behind the other direction's traffic.
+    bidirectional_overhead_us: float = 0.0
+    bidirectional_overhead_d2h_us: float | None = None
+    #: The engine's extra rest (on top of ``copy_engine_gap_us``) after a copy that ran against
+    #: the other direction (the H2D engine's, and the D2H's unless ``bidirectional_rest_d2h_us``
+    #: is set): the copy's completion is signalled behind the other direction's traffic.
+    bidirectional_rest_us: float = 0.0
+    bidirectional_rest_d2h_us: float | None = None
     memory_gbps: float = 4800.0
     peak_tflops: float = 67.0
     #: Device-side delay from a kernel launch call returning to its first block starting.
     kernel_launch_latency_us: float = 4.0
+    #: The same for an H2D or D2H copy: from its call returning to its start on an idle engine.
+    copy_launch_latency_us: float = 0.0
+    #: Device-side time a kernel takes beyond its blocks' time (block launch, exit and the
+    #: completion signal): its last blocks end this much later.
+    kernel_overhead_us: float = 0.0
+    #: Device-side delay from an op's completion to the start of an op that waited for it
+    #: (stream order, an event, the default stream) on another engine: the completion
+    #: semaphore release and acquire between engines.
+    dependency_latency_us: float = 0.0
+    #: The same between two ops on the SMs (a kernel waiting for a kernel): the compute
+    #: front end resolves it without a round trip through memory.
+    kernel_dependency_latency_us: float = 0.0
+    #: A copy engine's rest between one copy ending and its next copy starting (copies on
+    #: one engine are in its own order, so this replaces a dependency latency there).
+    copy_engine_gap_us: float = 0.0
+    #: How long after the work it waits for is done a blocking call returns to the host, per
+    #: kind of SYNC_RETURN_KINDS (the driver notices completion and wakes the thread).
+    sync_return_us: dict[str, float] = field(default_factory=dict)
     #: Host time of each API call, per op kind, in microseconds.
     issue_cost_us: dict[str, float] = field(default_factory=lambda: dict(_NUMBA_COSTS))
+    #: Host time between one call returning and the next call starting (the issuing
+    #: program's own work per op: its loop, argument set-up).
+    host_call_gap_us: float = 0.0
     #: Stream priority range, CUDA convention: greatest (numerically lowest) .. least.
     priority_greatest: int = -5
     priority_least: int = 0
@@ -103,6 +143,9 @@ class DevicePreset:
 
     def issue_cost_ns(self, kind: str) -> int:
         return round(self.issue_cost_us.get(kind, 0.0) * 1000.0)
+
+    def sync_return_ns(self, kind: str) -> int:
+        return round(self.sync_return_us.get(kind, 0.0) * 1000.0)
 
     def clamp_priority(self, priority: int) -> int:
         """A stream priority clamped into this device's range, as cudaStreamCreateWithPriority."""
@@ -176,7 +219,9 @@ def _coerce(key: str, value: Any, type_name: str) -> Any:
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad("an integer")
         return value
-    if type_name == "float":
+    if type_name == "float | None" and value is None:
+        return None
+    if type_name in ("float", "float | None"):
         if (
             isinstance(value, bool)
             or not isinstance(value, int | float)
@@ -186,7 +231,7 @@ def _coerce(key: str, value: Any, type_name: str) -> Any:
         return float(value)
     if type_name.startswith("dict[str, float]"):
         if not isinstance(value, dict):
-            raise bad("an object of op kind -> microseconds")
+            raise bad("an object of kind -> microseconds")
         return {str(k): _coerce(f"{key}.{k}", v, "float") for k, v in value.items()}
     if not isinstance(value, dict):
         raise bad("an object of kind -> [[bytes, GB/s], ...]")
@@ -218,9 +263,35 @@ def _check(p: DevicePreset) -> None:
     for key in ("memory_gbps", "peak_tflops"):
         if getattr(p, key) <= 0:
             raise ValueError(f"{key}: must be a positive number")
-    for key in ("copy_latency_us", "kernel_launch_latency_us", "bidirectional_slowdown"):
+    for key in (
+        "copy_latency_us",
+        "kernel_launch_latency_us",
+        "copy_launch_latency_us",
+        "host_call_gap_us",
+        "kernel_overhead_us",
+        "dependency_latency_us",
+        "kernel_dependency_latency_us",
+        "copy_engine_gap_us",
+        "bidirectional_slowdown",
+        "bidirectional_overhead_us",
+        "bidirectional_rest_us",
+    ):
         if getattr(p, key) < 0:
             raise ValueError(f"{key}: must be a number >= 0")
+    for key in (
+        "bidirectional_slowdown_d2h",
+        "bidirectional_overhead_d2h_us",
+        "bidirectional_rest_d2h_us",
+    ):
+        if getattr(p, key) is not None and getattr(p, key) < 0:
+            raise ValueError(f"{key}: must be a number >= 0 (or null)")
+    for kind, lag in p.sync_return_us.items():
+        if kind not in SYNC_RETURN_KINDS:
+            raise ValueError(
+                f"sync_return_us.{kind}: must be one of {', '.join(SYNC_RETURN_KINDS)}"
+            )
+        if lag < 0:
+            raise ValueError(f"sync_return_us.{kind}: must be a number >= 0")
     for kind, cost in p.issue_cost_us.items():
         if kind not in OP_KINDS:
             raise ValueError(f"issue_cost_us.{kind}: unknown op kind")
@@ -446,7 +517,19 @@ def preset_summary(preset: DevicePreset) -> dict[str, Any]:
         "memory_gbps": preset.memory_gbps,
         "peak_tflops": preset.peak_tflops,
         "kernel_launch_latency_us": preset.kernel_launch_latency_us,
+        "copy_launch_latency_us": preset.copy_launch_latency_us,
         "kernel_launch_cost_us": preset.issue_cost_us.get("kernel", 0.0),
+        "host_call_gap_us": preset.host_call_gap_us,
+        "kernel_overhead_us": preset.kernel_overhead_us,
+        "dependency_latency_us": preset.dependency_latency_us,
+        "kernel_dependency_latency_us": preset.kernel_dependency_latency_us,
+        "copy_engine_gap_us": preset.copy_engine_gap_us,
+        "bidirectional_slowdown_d2h": preset.bidirectional_slowdown_d2h,
+        "bidirectional_overhead_us": preset.bidirectional_overhead_us,
+        "bidirectional_overhead_d2h_us": preset.bidirectional_overhead_d2h_us,
+        "bidirectional_rest_us": preset.bidirectional_rest_us,
+        "bidirectional_rest_d2h_us": preset.bidirectional_rest_d2h_us,
+        "sync_return_us": dict(preset.sync_return_us),
         "priority_range": [preset.priority_greatest, preset.priority_least],
         "completion_signal_delay": preset.completion_signal_delay,
         "calibrated": bool(preset.bandwidth_table),

@@ -54,7 +54,7 @@ def build_timeline(run: RunState, name: str) -> Timeline:
         kind=cols["kind"].astype(np.int8),
         stream=cols["stream"].astype(np.int16),
         engine=_column(run.engine, np.int16),
-        issue_start=np.concatenate([np.zeros(min(n, 1), np.int64), issue_end[:-1]]),
+        issue_start=np.concatenate([np.zeros(min(n, 1), np.int64), issue_end[:-1] + run.call_gap]),
         issue_end=issue_end,
         start=_column(run.start, np.int64),
         end=_column(run.end, np.int64),

@@ -3,8 +3,9 @@
 Semantics (each has tests in tests/engine):
 
 1. **Host thread.** The program is issued in order; every call costs the preset's issue cost on
-   the host, and an op reaches the GPU when its call returns (kernels start no earlier than
-   ``kernel_launch_latency_us`` after that). Blocking calls stall the host, following CUDA's
+   the host (plus ``host_call_gap_us`` between calls), and an op reaches the GPU when its call
+   returns (kernels start no earlier than ``kernel_launch_latency_us`` after that, H2D and D2H
+   copies ``copy_launch_latency_us``). Blocking calls stall the host, following CUDA's
    "API synchronization behavior": a synchronous pinned copy returns when done; a pageable H2D
    (async) returns once the data is staged at the pageable rate, and its DMA, running at the same
    rate, is pipelined with the staging (so it may start before the call returns); a synchronous
@@ -12,7 +13,8 @@ Semantics (each has tests in tests/engine):
    so it returns as the copy ends; any D2H to pageable memory returns when the copy is done; a
    synchronous D2D returns at once. ``stream_sync``, ``event_sync``, ``device_sync`` and ``free`` (cudaFree
    synchronises the device) wait; ``host`` keeps the host busy. Synchronous copies with no stream
-   go to the legacy default stream.
+   go to the legacy default stream. A blocking call returns the preset's ``sync_return_us`` (per
+   kind of call) after the work it waited for is done, or when its own call ends if later.
 2. **Streams are in order.** ``event_wait`` makes later work in its stream wait for the most
    recent ``event_record`` of that event issued before the wait (never recorded: no-op); an
    ``event_record`` completes when all earlier work in its stream has; ``event_sync`` waits for
@@ -27,13 +29,17 @@ Semantics (each has tests in tests/engine):
    dependency is recorded when that actually delayed them). Fermi: one compute queue and one
    queue per copy pool, filled in issue order; each copy engine takes copies in the order its
    queue releases them (the breadth-first vs depth-first issue lesson).
+   An op that waited for another starts no earlier than ``dependency_latency_us`` after it
+   completed on another engine (``kernel_dependency_latency_us`` when both run on the SMs); an
+   event record or wait passes on the engine of the op that released it.
 5. **Copy engines** (see ``copies.py``): one copy at a time per engine, latency + bytes /
    bandwidth(size) or a measured size -> bandwidth table, pinned vs pageable rates, fluid
-   bidirectional slowdown, and the choice among ready copies (measured on an H200; first come
-   first served on the ``ideal`` preset). ``duration_us`` on a copy overrides the bandwidth
+   bidirectional slowdown and fixed cost per direction, the engine's rest between copies, and
+   the choice among ready copies (measured on an H200; first come first served on the
+   ``ideal`` preset). ``duration_us`` on a copy overrides the bandwidth
    model. D2D copies (read + write) and memsets run on the SMs at memory bandwidth.
 6. **Block scheduler** (see ``blocks.py``): residency, waves, SM sharing, priorities, at most
-   ``max_resident_kernels`` kernels.
+   ``max_resident_kernels`` kernels; each kernel ends ``kernel_overhead_us`` after its blocks.
 7. **Fermi's completion signal** (``completion_signal_delay``): kernels issued back to back
    (consecutive calls of the host program) on different streams that launch while the earlier
    ones run form a group, and each one's completion becomes visible to dependent work only when
@@ -70,11 +76,11 @@ from swimlanes.engine.plan import (
 )
 from swimlanes.engine.presets import DevicePreset, get_preset
 from swimlanes.engine.result import build_timeline
-from swimlanes.engine.state import EVENT_RECORD, EVENT_WAIT, HOST, INF, KERNEL, RunState
+from swimlanes.engine.state import EVENT_RECORD, EVENT_WAIT, HOST, INF, RunState
 from swimlanes.model.document import Pipeline
 from swimlanes.timeline.timeline import Timeline
 
-EV_TIMER = 3  # re-examine a queue head whose kernel launch latency has passed
+EV_TIMER = 3  # re-examine a queue head whose launch or dependency latency has passed
 EV_CALLBACK = 4  # a host function finished
 _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
@@ -140,6 +146,7 @@ class _Run(RunState):
         # Without shared queues each queue holds one stream, so the op behind one that just
         # left waits for it (its first dependency): no need to look at it now.
         one_stream = not track
+        lat, origin = self.dep_latency, self.origin  # see state._dependency_latency
 
         def drain(t: int) -> None:
             while todo:
@@ -150,17 +157,26 @@ class _Run(RunState):
                     continue
                 queue = queues[q]
                 while queue:
-                    i, deps, ready, arrived = head = queue[0]
+                    i, deps, ready, arrived = queue[0]
                     for d in deps:
                         if done[d] < 0:
                             break
                     else:
+                        if lat is not None and deps:
+                            row = origin[i] + 1
+                            if row:  # runs on an engine: wait out each dependency's latency
+                                for d in deps:
+                                    td = done[d] + lat[(origin[d] + 1) * 5 + row]
+                                    if td > ready:
+                                        ready = td
+                            else:  # an event op: takes the engine class of what released it
+                                origin[i] = origin[max(deps, key=done.__getitem__)]
                         if ready > t:
                             heappush(heap, (ready, next_seq(), EV_TIMER, q, 0))
                             break
                         queue.popleft()
                         if track:
-                            note_queue_delay(q, head, t)
+                            note_queue_delay(q, (i, deps, ready, arrived), t)
                         run = run_of[i]
                         if run == RUN_INSTANT and inline_instant:
                             start[i] = end[i] = done[i] = t
@@ -213,7 +229,8 @@ class _Run(RunState):
         if self.signal_delay:
             self.group_kernel(i, s)
         prio = plan.priority[s]
-        self.blocks.add(SmWork(i, prio, self.next_seq(), blocks, cost, max_res, block_ns))
+        work = SmWork(i, prio, self.next_seq(), blocks, cost, max_res, block_ns, self.kernel_tail)
+        self.blocks.add(work)
         self.engine[i] = self.compute_engine
         self.dirty |= _BLOCKS
 
@@ -254,6 +271,24 @@ class _Run(RunState):
             self.waiters[i] = None
             self.todo.extend(ws)
 
+    def release(self, i: int, ws: list[int], t: int) -> None:
+        """Op ``i``, just done at ``t``, releases the waiting queues ``ws``: each is examined
+        when its head's dependency latency on ``i`` has passed (at once if there is none), so
+        that the usual wait costs one wake-up, not an examination and a timer. (The examination
+        recomputes when the head may start: a wake-up here is never too late, only possibly
+        early.)"""
+        lat, origin, queues, todo = self.dep_latency, self.origin, self.queues, self.todo
+        base = (origin[i] + 1) * 5
+        for q in ws:
+            queue = queues[q] if q != HOST else None
+            if queue:
+                head = queue[0][0]
+                delay = lat[base + origin[head] + 1]
+                if delay:
+                    heappush(self.heap, (t + delay, self.next_seq(), EV_TIMER, q, 0))
+                    continue
+            todo.append(q)
+
     def finish_grouped(self, i: int, t: int) -> None:
         """Fermi: signal a kernel's group only when its last member has ended."""
         group = self.groups.pop(i, None)
@@ -291,6 +326,8 @@ class _Run(RunState):
         quiet, tail, queues, done, end = self.quiet, self.tail, self.queues, self.done, self.end
         issue_end, latency = self.issue_end, self.launch_latency
         plain = not (self.signal_delay or self.track_queue_delay)  # no grouping, no queue deps
+        no_latency = self.dep_latency is None  # else ops with dependencies go through drain
+        release = self.release
         last_record, event_of, event_edges = self.last_record, plan.event, self.event_edges
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
         copies_dispatch, copies_finish = copies.dispatch, copies.finish
@@ -329,10 +366,14 @@ class _Run(RunState):
                             last_record[event_of[i]] = i
                     q = queue_l[i]
                     queue = queues[q]
-                    ready = t + latency if k == KERNEL else t
+                    ready = t + latency[k]
                     if queue:  # behind other ops: it leaves when they have
                         queue.append((i, deps, ready, t))
-                    elif ready <= t and (p < 0 or done[p] >= 0) and (r < 0 or done[r] >= 0):
+                    elif (
+                        ready <= t
+                        and (p < 0 or done[p] >= 0 and no_latency)
+                        and (r < 0 or done[r] >= 0 and no_latency)
+                    ):
                         to_engine[run_l[i]](i, t)  # nothing to wait for: straight to its engine
                     else:
                         queue.append((i, deps, ready, t))
@@ -348,7 +389,9 @@ class _Run(RunState):
                 t, _, tag, a, b = heappop(heap)
                 if tag == EV_COPY:
                     if b != a.version:  # stale: the copy's speed changed since
-                        if not self.dirty:
+                        if b < 0:  # the engine's rest is over: it may take its next copy
+                            self.dirty |= _COPIES
+                        elif not self.dirty:
                             continue  # nothing changed and nothing is due (todo is empty)
                     else:
                         op = copies_finish(a, t)
@@ -357,7 +400,10 @@ class _Run(RunState):
                         ws = waiters[op]
                         if ws is not None:
                             waiters[op] = None
-                            todo.extend(ws)
+                            if no_latency:
+                                todo.extend(ws)
+                            else:
+                                release(op, ws, t)
                         self.dirty |= _COPIES
                 elif tag == EV_BATCH:
                     if batch_end(a, b):
@@ -367,7 +413,10 @@ class _Run(RunState):
                             ws = waiters[op]
                             if ws is not None:
                                 waiters[op] = None
-                                todo.extend(ws)
+                                if no_latency:
+                                    todo.extend(ws)
+                                else:
+                                    release(op, ws, t)
                         else:
                             finish(op, t)
                     self.dirty |= _BLOCKS

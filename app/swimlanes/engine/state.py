@@ -21,6 +21,10 @@ from swimlanes.engine.plan import (
     ENQ_STAGE,
     ENQ_WAIT,
     ENQUEUED,
+    RUN_CALLBACK,
+    RUN_COPY,
+    RUN_KERNEL,
+    RUN_SM,
     STREAM_BLOCKING,
     STREAM_LEGACY,
     WAIT_ALL,
@@ -42,6 +46,34 @@ def _times(n: int) -> array:
     return array("q", [NO_TIME]) * n
 
 
+def _dependency_latency(plan: Plan, preset: DevicePreset) -> tuple[list[int] | None, list[int]]:
+    """The latency table and each op's engine class, or (None, []) when the preset has none.
+
+    Engine classes: 0 the SMs, 1 H2D copies (and all copies on a shared engine), 2 D2H copies,
+    3 host functions, -1 none (event records and waits, host-only ops). The table, indexed
+    ``(class of the op waited for + 1) * 5 + (class of the waiting op + 1)``, gives the delay
+    from the first's completion to the second's start. An event record or wait takes the class
+    of the op that released it (``origin``), so a chain through events costs one latency.
+    Copies of one engine class wait for none: their engine spaces them (``copy_engine_gap_us``).
+    """
+    sms = round(preset.kernel_dependency_latency_us * 1000.0)
+    other = round(preset.dependency_latency_us * 1000.0)
+    if not (sms or other):
+        return None, []
+    table = [
+        0 if a < 0 or b < 0 else (other if a != b else sms if a == 0 else 0)
+        for a in range(-1, 4)
+        for b in range(-1, 4)
+    ]
+    h2d, shared = K["h2d"], preset.shared_copy_engine
+    by_run = {RUN_KERNEL: 0, RUN_SM: 0, RUN_CALLBACK: 3}
+    origin = [
+        (1 if k == h2d or shared else 2) if r == RUN_COPY else by_run.get(r, -1)
+        for r, k in zip(plan.run, plan.kind, strict=True)
+    ]
+    return table, origin
+
+
 class RunState:
     """Columns, queues and stream bookkeeping of one simulation."""
 
@@ -54,6 +86,7 @@ class RunState:
         "track_queue_delay", "waiters", "todo", "tail", "covered", "seen_default", "seen_barrier",
         "event_edges", "quiet", "last_default", "barrier_id", "barrier_ops", "last_record",
         "host_i", "host_t", "host_wait", "dirty", "signal_delay", "groups", "last_kernel",
+        "kernel_tail", "sync_return", "dep_latency", "origin", "call_gap",
     )  # fmt: skip
 
     def __init__(self, plan: Plan, preset: DevicePreset, progress, cancel) -> None:
@@ -83,7 +116,24 @@ class RunState:
         self.queue_last_stream = [-1] * plan.queue_count
         self.queue_prev_pop = [-1] * plan.queue_count
         self.queue_prev_pop_t = [-1] * plan.queue_count
-        self.launch_latency = round(preset.kernel_launch_latency_us * 1000.0)
+        # Per op kind code: device-side delay from the call returning to the op being able
+        # to start (kernels and H2D/D2H copies; the rest start as their call returns).
+        self.launch_latency = [0] * len(K)
+        self.launch_latency[KERNEL] = round(preset.kernel_launch_latency_us * 1000.0)
+        for kind in ("h2d", "d2h"):
+            self.launch_latency[K[kind]] = round(preset.copy_launch_latency_us * 1000.0)
+        self.kernel_tail = round(preset.kernel_overhead_us * 1000.0)
+        # Per host behaviour code (plan.ENQ ...): how late a blocking call returns after the
+        # work it waits for is done.
+        self.sync_return = [0] * (BARRIER + 1)
+        for code, kind in (
+            (ENQ_WAIT, "sync_copy"),
+            (WAIT_STREAM, "stream_sync"),
+            (WAIT_EVENT, "event_sync"),
+            (WAIT_ALL, "device_sync"),
+        ):
+            self.sync_return[code] = preset.sync_return_ns(kind)
+        self.dep_latency, self.origin = _dependency_latency(plan, preset)
         self.track_queue_delay = plan.shared_queues
         # Per op: the queues (or HOST) to re-examine when it completes; None: nobody waits.
         self.waiters: list[list[int] | None] = [None] * n
@@ -101,7 +151,9 @@ class RunState:
         self.barrier_ops: list[int] = []
         self.last_record: dict[str, int] = {}
         self.host_i = 0  # next op whose call takes effect at host_t
-        self.host_t = plan.cost[0] if n else INF
+        # plan.cost includes the host's gap before each call; the first call has none.
+        self.call_gap = round(preset.host_call_gap_us * 1000.0)
+        self.host_t = plan.cost[0] - self.call_gap if n else INF
         self.host_wait: list[int] | None = None
         self.dirty = 0  # engines with new work (bits set by simulator._Run.dispatch)
         self.signal_delay = preset.completion_signal_delay
@@ -230,7 +282,10 @@ class RunState:
                 return
         last = max(wait, key=done.__getitem__)
         self.host_wait = None
-        self.host_return(t, last)
+        # The call returns once the driver has noticed the completion (never before its own
+        # call ended: t is at least that).
+        lag = self.sync_return[self.plan.host[self.host_i]]
+        self.host_return(max(t, done[last] + lag) if lag else t, last)
 
     def host_return(self, t: int, released_by: int) -> None:
         i = self.host_i
@@ -258,7 +313,7 @@ class RunState:
             self.last_record[plan.event[i]] = i
         q = plan.queue[i]
         queue = self.queues[q]
-        queue.append((i, deps, t + self.launch_latency if kind == KERNEL else t, t))
+        queue.append((i, deps, t + self.launch_latency[kind], t))
         if len(queue) == 1:
             self.todo.append(q)
 

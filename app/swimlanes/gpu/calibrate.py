@@ -11,14 +11,19 @@ those of the calls the executor really makes, and device spans come from the sam
 * the host cost of each API call (``issue_cost_us``), kernel launch latency on an idle GPU;
 * SM count and block limits (device attributes) and the synthetic kernels' measured residency
   (waves of 100 us blocks), device-to-device copy and memset bandwidth (``memory_gbps``) and
-  the FMA kernel's rate (``peak_tflops``).
+  the FMA kernel's rate (``peak_tflops``);
+* a kernel's time beyond its blocks' (``kernel_overhead_us``) and how late each kind of
+  blocking call returns after the work it waits for (``sync_return_us``);
+* a small pipeline of dependent copies and kernels, and of copies in both directions at once,
+  fitted by ``swimlanes.engine.fit.fit_timing`` (the host's gap between calls, copy launch and
+  dependency latencies, the copy engine's rest, the per-direction bidirectional slowdown,
+  fixed cost and rest), the same fit the shipped example measurements go through.
 """
 
 from __future__ import annotations
 
 import math
 import re
-import statistics
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -38,7 +43,7 @@ QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
 REFERENCE_SIZE = 256 * MB
 ISSUE_SAMPLES = 40
 #: Pipelines calibrate() runs (for its progress fraction).
-MEASUREMENTS = 12
+MEASUREMENTS = 13
 
 
 class _Calibration:
@@ -61,8 +66,7 @@ class _Calibration:
     ) -> Timeline:
         if self.cancel is not None and self.cancel():
             raise ExecutionCancelled("calibration cancelled")
-        doc = {"format": "swimlanes-pipeline", "version": 1, "name": name}
-        p = pipeline_from_dict({**doc, "streams": streams, "program": program})
+        p = _pipeline(name, streams, program)
         reps = repeat or self.repeat
         tl = execute(p, repeat=reps, warmup=1, backend=backend, cuda_backend=self.be)
         self.steps_done += 1
@@ -108,7 +112,10 @@ class _Calibration:
         both = [_dur(tl, 0), _dur(tl, 1)]
         alone = [_dur(tl, 3), _dur(tl, 5)]
         self.raw["bidirectional"] = {"bytes": n, "together_ns": both, "alone_ns": alone}
-        return round(statistics.mean(b / a for b, a in zip(both, alone, strict=True)) - 1.0, 4)
+        # Per direction: on PCIe the D2H suffers more (see DevicePreset); timing() refines
+        # both with a fixed cost per copy from a stream of smaller copies.
+        h2d, d2h = (round(max(0.0, b / a - 1.0), 4) for b, a in zip(both, alone, strict=True))
+        return {"bidirectional_slowdown": h2d, "bidirectional_slowdown_d2h": d2h}
 
     def copy_order(self, n: int) -> None:
         s = [{"name": f"s{i}", "kind": "non_blocking"} for i in (1, 2, 3)]
@@ -180,9 +187,12 @@ class _Calibration:
         # A kernel's span beyond its blocks' time (launch and completion on the device).
         overhead = [_dur(tl, r) / 1000.0 - 5.0 for r in rows]
         self.raw["kernel_overhead_us"] = round(float(np.median(overhead)), 3)
-        return max(0.0, round(float(np.median(after_return)), 3))
+        return {
+            "kernel_launch_latency_us": max(0.0, round(float(np.median(after_return)), 3)),
+            "kernel_overhead_us": max(0.0, self.raw["kernel_overhead_us"]),
+        }
 
-    def sync_return(self) -> None:
+    def sync_return(self) -> dict[str, float]:
         """How long after the device finishes a blocking call returns to the host."""
         k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 100}
         waits = {
@@ -210,6 +220,21 @@ class _Calibration:
                 r += 1 + len(ops)
             out[name] = round(float(np.median(gaps)), 3)
         self.raw["sync_return_us"] = out
+        return {name: max(0.0, lag) for name, lag in out.items()}
+
+    def timing(self, preset: dict[str, Any]) -> dict[str, float]:
+        """Dependent ops and copies in both directions at once, fitted like the examples."""
+        from swimlanes.engine.fit import fit_timing
+        from swimlanes.engine.presets import DevicePreset
+
+        streams = [{"name": "a", "kind": "non_blocking"}, {"name": "b", "kind": "non_blocking"}]
+        program = timing_program(self.quick)
+        tl = self.measure("timing", streams, program)
+        fitted = fit_timing(
+            [(_pipeline("timing", streams, program), tl)], DevicePreset.from_dict(preset)
+        )
+        self.raw["timing"] = fitted
+        return fitted
 
     # -- SMs, memory and arithmetic ---------------------------------------------------------
     def residency(self, sm: int, max_threads: int, max_blocks: int) -> dict[str, Any]:
@@ -271,6 +296,37 @@ class _Calibration:
         return round(2 * n / d2d, 1), round(flops / fma / 1000.0, 2)
 
 
+def timing_program(quick: bool = False) -> list[dict]:
+    """Calibration's timing pipeline (streams ``a`` and ``b``): copies alone (their launch
+    latency), H2D -> kernel -> kernel -> D2H chains issued ahead of the device (dependency
+    latencies), copies queued on one engine (its rest), then many copies each way at once at
+    two sizes (bidirectional costs)."""
+    kernel = {"op": "kernel", "stream": "a", "blocks": 132, "threads": 256, "block_us": 50}
+    chunk = 4 * MB
+    program: list[dict] = []
+    for kind in ("h2d", "d2h"):  # each copy alone on an idle engine
+        for _ in range(4):
+            program += [{"op": kind, "stream": "b", "bytes": chunk}]
+            program += [{"op": "stream_sync", "stream": "b"}]
+    for _ in range(4 if quick else 8):
+        program += [{"op": "h2d", "stream": "a", "bytes": chunk}, dict(kernel), dict(kernel)]
+        program += [{"op": "d2h", "stream": "a", "bytes": chunk}]
+        program += [{"op": "stream_sync", "stream": "a"}]
+    program += [{"op": "h2d", "stream": "a", "bytes": chunk} for _ in range(6)]
+    program += [{"op": "device_sync"}]
+    for size in (chunk, 64 * MB):
+        n = 4 if quick else 8
+        program += [{"op": "h2d", "stream": "a", "bytes": size} for _ in range(n)]
+        program += [{"op": "d2h", "stream": "b", "bytes": size} for _ in range(n)]
+        program.append({"op": "device_sync"})
+    return program
+
+
+def _pipeline(name: str, streams: list[dict], program: list[dict]) -> Any:
+    doc = {"format": "swimlanes-pipeline", "version": 1, "name": name}
+    return pipeline_from_dict({**doc, "streams": streams, "program": program})
+
+
 def _dur(tl: Timeline, row: int) -> int:
     if tl.start[row] == NO_TIME or tl.end[row] == NO_TIME:
         raise GpuError(
@@ -312,15 +368,17 @@ def calibrate(
     c = _Calibration(be, quick, progress, cancel)
     ref = REFERENCE_SIZE if not quick else 64 * MB
     measured: dict[str, Any] = {"bandwidth_table": c.copy_sweep()}
-    measured["bidirectional_slowdown"] = max(0.0, c.bidirectional(ref))
+    measured.update(c.bidirectional(ref))
     c.copy_order(64 * MB)
     measured["issue_cost_us"] = c.issue_costs()
-    measured["kernel_launch_latency_us"] = c.launch_latency()
-    c.sync_return()
+    measured.update(c.launch_latency())
+    measured["sync_return_us"] = c.sync_return()
     residency = c.residency(info.sm_count, info.max_threads_per_sm, info.max_blocks_per_sm)
     measured["memory_gbps"], measured["peak_tflops"] = c.memory_and_flops(info.sm_count)
     measured["priority_least"], measured["priority_greatest"] = _priority_range(be)
     when = datetime.now(UTC).strftime("%Y-%m-%d")
+    # The timing fit takes the copy rates and issue costs just measured as known.
+    measured.update(c.timing(_fit_preset(info, measured, ref, when)))
     preset = _fit_preset(info, measured, ref, when)
     c.raw.update(
         device=info.name,
@@ -347,7 +405,8 @@ def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str)
         description=(
             f"{info.name} calibrated by `swimlanes calibrate` on {when}: copy rates per size, "
             "API costs as the Numba executor makes the calls (with CUPTI tracing on, as "
-            "`swimlanes run` measures), launch latency, SM limits."
+            "`swimlanes run` measures), launch, dependency and sync return latencies, "
+            "bidirectional copy costs, SM limits."
         ),
         sm_count=info.sm_count,
         max_threads_per_sm=info.max_threads_per_sm,
@@ -376,7 +435,11 @@ def summary_lines(preset: dict[str, Any], raw: dict[str, Any]) -> list[str]:
         f"device            {raw.get('device')} ({preset['sm_count']} SMs), back end {raw.get('backend')}",
         f"pinned  H2D/D2H   {preset['h2d_pinned_gbps']:.1f} / {preset['d2h_pinned_gbps']:.1f} GB/s",
         f"pageable H2D/D2H  {preset['h2d_pageable_gbps']:.1f} / {preset['d2h_pageable_gbps']:.1f} GB/s",
-        f"both directions   each {100 * preset['bidirectional_slowdown']:.1f}% slower",
+        _both_directions_line(preset),
+        f"dependencies      {preset.get('dependency_latency_us', 0):.1f} us across engines, "
+        f"{preset.get('kernel_dependency_latency_us', 0):.1f} us kernel to kernel, copy engine "
+        f"rest {preset.get('copy_engine_gap_us', 0):.1f} us, copy start "
+        f"{preset.get('copy_launch_latency_us', 0):.1f} us after its call",
         f"copy engine order {raw.get('copy_order', {}).get('three_streams_issued_s1_s2_s3_ran')}",
         f"kernel launch     {costs['kernel']:.1f} us host "
         f"({raw.get('issue_cost_uninstrumented_us', {}).get('kernel', 0):.1f} without tracing), "
@@ -393,3 +456,16 @@ def summary_lines(preset: dict[str, Any], raw: dict[str, Any]) -> list[str]:
         f"residency         {'matches' if raw.get('residency_matches_model') else 'DIFFERS from'} "
         "the block-limit model",
     ]
+
+
+def _both_directions_line(preset: dict[str, Any]) -> str:
+    h2d = preset["bidirectional_slowdown"]
+    d2h = preset.get("bidirectional_slowdown_d2h")
+    d2h = h2d if d2h is None else d2h
+    fixed = preset.get("bidirectional_overhead_us", 0.0)
+    fixed_d2h = preset.get("bidirectional_overhead_d2h_us")
+    fixed_d2h = fixed if fixed_d2h is None else fixed_d2h
+    return (
+        f"both directions   H2D {100 * h2d:.1f}% slower + {fixed:.1f} us, "
+        f"D2H {100 * d2h:.1f}% slower + {fixed_d2h:.1f} us"
+    )
