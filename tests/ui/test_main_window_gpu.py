@@ -26,6 +26,7 @@ def test_gpu_run_fills_the_measured_chart_live_and_compares(qtbot, tmp_path) -> 
     win.toolbar.repeat.setValue(3)
     live: list[object] = []
     win.gpu_runner.partial.connect(lambda _tl: live.append(win.charts.measured()))
+    assert not win.actions.compare_layout.isChecked()
     with qtbot.waitSignal(win.gpu_runner.finished, timeout=30000):
         win.actions.run_gpu.trigger()
         assert win.progress_bar.isVisibleTo(win) and win.actions.cancel_gpu.isEnabled()
@@ -34,6 +35,7 @@ def test_gpu_run_fills_the_measured_chart_live_and_compares(qtbot, tmp_path) -> 
     assert win.charts.measured() is win.measured
     assert win.comparison is not None and len(win.comparison) == len(win.measured)
     assert "Measured" in win.statusBar().currentMessage()
+    assert win.actions.compare_layout.isChecked()  # room for both charts, from the first result
     qtbot.waitUntil(lambda: win.actions.run_gpu.isEnabled(), timeout=5000)
     assert not win.progress_bar.isVisibleTo(win)
 

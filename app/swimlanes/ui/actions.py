@@ -47,6 +47,7 @@ class Actions:
     play: QAction
     fit_all: QAction
     overlay: QAction
+    compare_layout: QAction
     run_gpu: QAction
     cancel_gpu: QAction
     about: QAction
@@ -99,6 +100,13 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
         "Draw each op's simulated span as an outline on the measured chart",
     )
     overlay.setCheckable(True)
+    compare_layout = a(
+        window,
+        "&Compare layout",
+        "Give the schedule most of the window, so the simulated and measured charts show whole",
+        shortcut="Ctrl+Shift+C",
+    )
+    compare_layout.setCheckable(True)
     return Actions(
         new=a(window, "&New", "Start an empty pipeline", shortcut=Key.New, icon=SP.SP_FileIcon),
         open=a(
@@ -156,6 +164,7 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
         play=play,
         fit_all=a(window, "&Fit all", "Show the whole schedule", shortcut="Ctrl+0"),
         overlay=overlay,
+        compare_layout=compare_layout,
         run_gpu=a(
             window,
             "&Run on GPU",
@@ -211,6 +220,8 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
 
     view = bar.addMenu("&View")
     view.addActions([a.fit_all, a.overlay])
+    view.addSeparator()
+    view.addAction(a.compare_layout)
     view.addSeparator()
 
     sim = bar.addMenu("&Simulate")

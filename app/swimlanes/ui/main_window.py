@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QCloseEvent
+from PySide6.QtGui import QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
     QLabel,
@@ -47,7 +47,7 @@ from swimlanes.ui.gantt.summary import SummaryStrip
 from swimlanes.ui.gpu_runner import GpuRunner
 from swimlanes.ui.insights_panel import InsightsPanel
 from swimlanes.ui.settings import Settings
-from swimlanes.ui.window_layout import default_layout, first_start_size
+from swimlanes.ui.window_layout import CompareArrangement, default_layout, first_start_size
 from swimlanes.ui.workers import SimulationRunner
 
 #: Above this many ops, insights are computed only while their tab is shown.
@@ -98,6 +98,7 @@ class MainWindow(FileHandling, QMainWindow):
         self._insights_timer.timeout.connect(self._refresh_insights)
         self._build_widgets()
         self._build_actions()
+        self.arrangement = CompareArrangement(self, self.actions.compare_layout)
         self._connect()
         self._init_gpu(gpu_available)
         self._restore_layout()
@@ -419,6 +420,8 @@ class MainWindow(FileHandling, QMainWindow):
         self.charts.set_measured(timeline)
         self.actions.save_measurement.setEnabled(timeline is not None)
         self.refresh_results()
+        # Both charts must show whole as soon as there is something to compare.
+        self.arrangement.set_compare(timeline is not None, refit=True)
 
     # -- selection ----------------------------------------------------------------------------
     def _on_selection_changed(self) -> None:
@@ -481,8 +484,11 @@ class MainWindow(FileHandling, QMainWindow):
         self.progress_bar.setVisible(running)
 
     def _on_gpu_partial(self, timeline: Timeline) -> None:
+        first = self.measured is None
         self.measured = timeline
         self.charts.set_measured(timeline)
+        if first:  # the measured chart fills in live: make room for it once
+            self.arrangement.set_compare(True, refit=True)
 
     def _on_gpu_finished(self, timeline: Timeline) -> None:
         self.set_measured(timeline, self.measured_pipeline)
@@ -514,6 +520,10 @@ class MainWindow(FileHandling, QMainWindow):
     def _default_layout(self) -> None:
         default_layout(self)
 
+    def showEvent(self, event: QShowEvent) -> None:  # noqa: N802 - Qt override
+        super().showEvent(event)
+        self.arrangement.arrange_soon()  # a switch made before the window was laid out
+
     def offer_recovery(self) -> bool:
         """If an earlier session left unsaved work, offer to restore it; True if restored."""
         path = self.autosaver.path
@@ -543,6 +553,7 @@ class MainWindow(FileHandling, QMainWindow):
         self.sim_runner.shutdown()
         self.autosaver.stop()
         self.autosaver.discard()
+        self.arrangement.editing_arrangement_now()
         self.settings.save_window(self.saveGeometry(), self.saveState())
         self.settings.sync()
         event.accept()

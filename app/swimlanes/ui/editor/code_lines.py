@@ -10,7 +10,8 @@ from __future__ import annotations
 import re
 
 from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline
-from swimlanes.ui.editor.common import format_bytes, format_us
+from swimlanes.ui.editor.common import format_us
+from swimlanes.units import format_bytes
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DIRECTION = {"h2d": "H2D", "d2h": "D2H", "d2d": "D2D"}

@@ -72,29 +72,6 @@ def op_tooltip(kind: str) -> str:
     return f"<b>{html.escape(CUDA_CALLS[kind])}</b><br>{html.escape(OP_HELP[kind])}"
 
 
-BYTE_UNITS: tuple[tuple[str, int], ...] = (
-    ("B", 1),
-    ("KiB", 1024),
-    ("MiB", 1024**2),
-    ("GiB", 1024**3),
-)
-
-
-def best_unit(n: int) -> tuple[float, str]:
-    """``n`` bytes as (value, unit) in the largest unit that keeps the value >= 1."""
-    value, unit = float(n), "B"
-    for name, size in BYTE_UNITS:
-        if n >= size:
-            value, unit = n / size, name
-    return value, unit
-
-
-def format_bytes(n: int) -> str:
-    """64 MiB, 1.5 GiB, 512 B."""
-    value, unit = best_unit(n)
-    return f"{value:.4g} {unit}"
-
-
 def format_us(us: float) -> str:
     """370 us, 1.5 ms, 2 s."""
     if us >= 1e6:

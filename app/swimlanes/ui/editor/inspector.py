@@ -41,10 +41,11 @@ from swimlanes.model.edits import (
     SetStreamFields,
 )
 from swimlanes.ui.document_controller import DocumentController
-from swimlanes.ui.editor.common import BYTE_UNITS, PALETTE_KINDS, best_unit
+from swimlanes.ui.editor.common import PALETTE_KINDS
 from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
 from swimlanes.ui.icons import op_icon
 from swimlanes.ui.style import OP_TITLE
+from swimlanes.units import BYTE_UNITS, best_unit
 
 #: Pause in typing after which a field commits (and the chart re-simulates).
 LIVE_COMMIT_MS = 600

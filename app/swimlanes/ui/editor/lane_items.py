@@ -26,8 +26,9 @@ from PySide6.QtWidgets import (
 )
 
 from swimlanes.model.document import COPY_OPS, Op, Stream
-from swimlanes.ui.editor.common import format_bytes, format_us
+from swimlanes.ui.editor.common import format_us
 from swimlanes.ui.style import OKABE_ITO, op_colour, text_colour_on
+from swimlanes.units import format_bytes
 
 HEADER_W = 168.0
 COL_W = 104.0

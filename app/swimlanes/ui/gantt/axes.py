@@ -16,6 +16,18 @@ class TimeAxisItem(pg.AxisItem):
         self.setScale(1e-6)
         self.setLabel("time since start", units="s")
 
+    def updateAutoSIPrefix(self) -> None:  # noqa: N802 - pyqtgraph's name
+        # pyqtgraph scales to ms/µs only while the axis title shows; stacked charts hide the
+        # upper one's title, and its ticks must still read in the same unit as the lower's.
+        lo, hi = self.range
+        value = max(abs(lo), abs(hi)) * self.scale
+        scale, prefix = 1.0, ""
+        if any(low <= value <= high for low, high in self.getSIPrefixEnableRanges()):
+            scale, prefix = pg.functions.siScale(value, power=self.unitPower)
+        self.autoSIPrefixScale = scale
+        self.labelUnitPrefix = prefix
+        self._updateLabel()
+
 
 class RowAxisItem(pg.AxisItem):
     """Left axis with one title per row, centred on the row; no numbers, no grid."""

@@ -264,12 +264,20 @@ class GanttChart(QWidget):
         """Pixels the plot needs so that every row (or ``max_rows`` of them) is at least
         MIN_ROW_PX high."""
         axis = self.plot_item.getAxis("bottom")
-        axis_h = max(int(axis.height()), axis.minimumHeight(), 1)
+        # the axis' minimum is what it wants now; its height follows one layout pass later
+        axis_h = max(int(axis.minimumHeight()), 1)
         rows = max(len(self.rows_model.keys), 1)
         if max_rows is not None:
             rows = min(rows, max_rows)
         # the plot item's own margins and the view's frame: a few pixels
         return rows * MIN_ROW_PX + int(axis_h) + 8
+
+    def set_time_axis_title_shown(self, on: bool) -> None:
+        """Show or hide "time since start (ms)" under the time axis (its ticks stay)."""
+        axis = self.plot_item.getAxis("bottom")
+        if axis.label.isVisible() != on:
+            axis.showLabel(on)
+            self.plot_widget.setMinimumHeight(self.minimum_plot_height())
 
     def row_height_px(self) -> float:
         """Current height of one row on screen, in pixels."""

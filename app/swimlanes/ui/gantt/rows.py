@@ -14,6 +14,7 @@ import numpy as np
 
 from swimlanes.model.document import OP_KINDS
 from swimlanes.timeline.timeline import NO_TIME, Timeline
+from swimlanes.units import format_bytes
 
 HOST_ROW = "host"
 COMPUTE_ROW = "compute"
@@ -358,16 +359,6 @@ def dependency_segments(
     return out
 
 
-def human_bytes(n: int) -> str:
-    """``64 MiB``, ``1.5 KiB``, ``512 B``."""
-    value = float(n)
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if value == int(value) else f"{value:.3g} {unit}"
-        value /= 1024
-    return f"{n} B"
-
-
 def occupancy_tooltip(rows: ChartRows, x_us: float) -> str:
     """What hovering the compute row at ``x_us`` shows: SMs (or kernels) busy then."""
     if rows.compute_row is None or not len(rows.occ_x) or x_us < rows.occ_x[0]:
@@ -404,7 +395,7 @@ def op_tooltip(tl: Timeline, op: int) -> str:
         lines.append(f"host call {format_duration(a - t0)} to {format_duration(b - t0)}")
     nbytes = int(tl.bytes[op])
     if nbytes:
-        text = human_bytes(nbytes)
+        text = format_bytes(nbytes)
         if start != NO_TIME and end > start:
             text += f", {nbytes / (end - start):.1f} GB/s achieved"
         lines.append(text)

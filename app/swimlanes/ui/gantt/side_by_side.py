@@ -128,6 +128,8 @@ class ComparisonCharts(QWidget):
         self._measured = tl
         self.measured_chart.set_timeline(tl)
         self._meas_pane.setVisible(tl is not None)
+        # stacked charts on one time axis: the axis title once, under the lower chart
+        self.simulated_chart.set_time_axis_title_shown(tl is None)
         self._sync_rows()
         self._update_overlay()
         self._retitle()
@@ -165,6 +167,31 @@ class ComparisonCharts(QWidget):
         title_h = self._sim_pane.title.sizeHint().height()
         plot_h = self.simulated_chart.minimum_plot_height(max_rows=UNSCROLLED_ROWS)
         self.scroll_area.setMinimumHeight(title_h + plot_h)
+
+    def height_for_all_rows(self) -> int:
+        """Height that shows every row of the shown charts at their minimum row height, with
+        their time axes, the titles and the legend, without scrolling (layout arrangements)."""
+        title_h = self._sim_pane.title.sizeHint().height()
+        legend_h = 0
+        if not self.legend.isHidden() and self.legend.entries:
+            # one line; its labels may not be shown (counted in its size hint) until later
+            legend_h = max(self.legend.sizeHint().height(), self.fontMetrics().height() + 4)
+        height = legend_h + title_h + self.simulated_chart.minimum_plot_height()
+        if self._measured is not None:
+            height += self.splitter.handleWidth() + title_h
+            height += self.measured_chart.minimum_plot_height()
+        return height
+
+    def share_height_equally(self) -> None:
+        """Give the simulated and the measured chart the same row height (the lower one also
+        has the time axis' title)."""
+        total = sum(self.splitter.sizes())
+        if self._measured is None or total <= 0:
+            return
+        extra = self.measured_chart.minimum_plot_height()
+        extra -= self.simulated_chart.minimum_plot_height()
+        upper = (total - extra) // 2
+        self.splitter.setSizes([upper, total - upper])
 
     def _update_legend(self, *_args: object) -> None:
         charts = [self.simulated_chart]
