@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from loading_helpers import open_measurement_now
 from PySide6.QtCore import QPoint, QRect, QSettings
 
 from swimlanes.resources import measurements_dir
@@ -54,7 +55,7 @@ def _assert_both_charts_show_whole(win: MainWindow) -> None:
 def test_opening_a_measurement_switches_to_the_compare_layout_and_back(qtbot, tmp_path) -> None:
     win = _window(qtbot, tmp_path)
     assert not win.actions.compare_layout.isChecked()
-    assert win.open_measurement(str(measurements_dir() / MEASUREMENT))
+    open_measurement_now(qtbot, win, str(measurements_dir() / MEASUREMENT))
     assert win.measured is not None and win.comparison is not None
     qtbot.wait(50)
     assert win.actions.compare_layout.isChecked()
@@ -89,7 +90,7 @@ def test_the_compare_layout_is_a_view_menu_toggle_with_a_shortcut(qtbot, tmp_pat
     assert action.isCheckable()
     assert action.shortcut().toString() == "Ctrl+Shift+C"
     assert action in win.menus.view.actions()
-    win.open_measurement(str(measurements_dir() / MEASUREMENT))
+    open_measurement_now(qtbot, win, str(measurements_dir() / MEASUREMENT))
     qtbot.wait(50)
     lanes_in_compare = win.lanes.visible_lanes()
     action.trigger()
@@ -102,7 +103,7 @@ def test_the_compare_layout_is_a_view_menu_toggle_with_a_shortcut(qtbot, tmp_pat
 
 def test_a_new_document_drops_the_measurement_and_the_compare_layout(qtbot, tmp_path) -> None:
     win = _window(qtbot, tmp_path)
-    win.open_measurement(str(measurements_dir() / MEASUREMENT))
+    open_measurement_now(qtbot, win, str(measurements_dir() / MEASUREMENT))
     qtbot.wait(50)
     assert win.actions.compare_layout.isChecked()
     win.open_example("two-streams")
@@ -114,7 +115,7 @@ def test_a_new_document_drops_the_measurement_and_the_compare_layout(qtbot, tmp_
 
 def test_closing_in_the_compare_layout_saves_the_editing_arrangement(qtbot, tmp_path) -> None:
     win = _window(qtbot, tmp_path)
-    win.open_measurement(str(measurements_dir() / MEASUREMENT))
+    open_measurement_now(qtbot, win, str(measurements_dir() / MEASUREMENT))
     qtbot.wait(50)
     assert win.lanes.visible_lanes() < 5  # compare layout
     win.controller.undo_stack.setClean()

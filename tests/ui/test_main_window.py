@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+from loading_helpers import open_measurement_now
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QMessageBox
 
@@ -217,7 +218,7 @@ def test_clicking_an_insight_selects_its_ops(qtbot, tmp_path) -> None:
     assert win.charts.selection() == sorted(found[row].op_indexes)
 
 
-def test_open_measurement_compares_it_with_the_model(window, tmp_path) -> None:
+def test_open_measurement_compares_it_with_the_model(window, qtbot, tmp_path) -> None:
     sim = window.simulated
     measured = sim.copy()
     measured.source = "measured"
@@ -226,7 +227,7 @@ def test_open_measurement_compares_it_with_the_model(window, tmp_path) -> None:
     measured.end[row] += 3 * (measured.end[row] - measured.start[row])  # one op 4x slower
     run = tmp_path / "run.json"
     save_run(run, measured, window.controller.pipeline)
-    assert window.open_measurement(str(run))
+    open_measurement_now(qtbot, window, str(run))
     assert window.charts.measured() is window.measured
     assert (
         window.comparison is not None and int(sim.index[row]) in window.comparison.flagged_indexes
@@ -235,7 +236,7 @@ def test_open_measurement_compares_it_with_the_model(window, tmp_path) -> None:
     assert window.actions.save_measurement.isEnabled()
 
 
-def test_shipped_measurement_of_an_example_opens_beside_it(window, monkeypatch) -> None:
+def test_shipped_measurement_of_an_example_opens_beside_it(window, qtbot, monkeypatch) -> None:
     found = window.shipped_measurements()
     menu = window.menus.shipped_measurements
     assert menu.isEnabled() == bool(found)
@@ -245,6 +246,7 @@ def test_shipped_measurement_of_an_example_opens_beside_it(window, monkeypatch) 
     assert "Shipped measurements" in window.statusBar().currentMessage()
     _answer(monkeypatch, Button.No)  # keep the document if the run's pipeline differs
     menu.actions()[0].trigger()
+    qtbot.waitUntil(lambda: not window.is_loading_measurement(), timeout=10000)
     assert window.measured is not None and window.measured.source == "measured"
     assert window.charts.measured() is window.measured
 
@@ -289,7 +291,7 @@ def test_a_measurement_of_another_program_is_shown_but_not_compared(window, qtbo
     measured.source = "measured"
     run = tmp_path / "run.json"
     save_run(run, measured, window.controller.pipeline)
-    assert window.open_measurement(str(run))
+    open_measurement_now(qtbot, window, str(run))
     assert window.comparison is not None
     with qtbot.waitSignal(window.sim_runner.simulated, timeout=3000):
         _edit(window)  # the program now has one op more than the measurement
@@ -316,14 +318,14 @@ def test_layout_recent_files_and_device_persist(qtbot, tmp_path) -> None:
     assert again.device_name() == "a100"
 
 
-def test_a_profiler_trace_opens_as_a_measurement_without_per_op_comparison(window) -> None:
+def test_a_profiler_trace_opens_as_a_measurement_without_per_op_comparison(window, qtbot) -> None:
     from conftest import SHARED_TRACES
 
     trace = SHARED_TRACES / "kineto-simple-add.json.gz"
     if not trace.is_file():
         pytest.skip(f"shared trace {trace.name} is not available")
     before = window.controller.pipeline.to_dict()
-    assert window.open_measurement(str(trace))
+    open_measurement_now(qtbot, window, str(trace))
     assert window.measured is not None and len(window.measured) > 0
     assert window.charts.measured() is window.measured
     assert window.comparison is None  # a trace of other code: no op-by-op table
@@ -369,6 +371,7 @@ def test_starting_with_a_saved_run_opens_its_pipeline_and_measurement(qtbot, tmp
     save_run(run, measured, pipeline)
     win = make_window(qtbot, tmp_path)
     open_initial(win, str(run))
+    qtbot.waitUntil(lambda: not win.is_loading_measurement(), timeout=10000)
     assert win.controller.pipeline.to_dict() == pipeline.to_dict()
     assert win.measured is not None and win.comparison is not None
     assert win.comparison.flagged_indexes == []  # the same model on both sides

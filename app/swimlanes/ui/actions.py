@@ -35,6 +35,7 @@ class Actions:
     export_image_visible: QAction
     export_trace: QAction
     export_csv: QAction
+    export_code: QAction
     quit: QAction
     undo: QAction
     redo: QAction
@@ -146,6 +147,12 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
             "Export the simulated and measured timelines as a Chrome/Perfetto trace",
         ),
         export_csv=a(window, "&CSV table...", "Export the op table as CSV"),
+        export_code=a(
+            window,
+            "Export &code...",
+            "Save the pipeline as a runnable Numba CUDA Python script or CUDA C++ program",
+            shortcut="Ctrl+Shift+E",
+        ),
         quit=a(window, "&Quit", "Quit Swimlanes", shortcut=Key.Quit),
         undo=undo,
         redo=redo,
@@ -208,6 +215,7 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
     file.addSeparator()
     export = file.addMenu("&Export")
     export.addActions([a.export_image, a.export_image_visible, a.export_trace, a.export_csv])
+    file.addAction(a.export_code)
     file.addSeparator()
     file.addAction(a.quit)
 

@@ -1,16 +1,17 @@
 """Message boxes, file dialogs and the File menu's flows built on them (open, save, examples,
-measurements, export), in one place so tests can replace the dialogs."""
+saving measurements, export, code export), in one place so tests can replace the dialogs.
+Opening a measurement, which loads in a worker thread, is in measurement_loading."""
 
 from __future__ import annotations
 
 import html
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QApplication, QFileDialog, QMessageBox, QProgressDialog, QWidget
+from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from swimlanes import __version__
 from swimlanes.model.document import Pipeline
@@ -24,6 +25,11 @@ IMAGE_FILTER = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 TRACE_FILTER = "Perfetto / Chrome trace (*.json)"
 CSV_FILTER = "CSV table (*.csv)"
 PRESET_FILTER = "Device presets (*.json);;All files (*)"
+#: File > Export code: the filter the user picks is the language (swimlanes.codegen key).
+CODE_FILTERS = {
+    "python": ("Numba CUDA Python script (*.py)", ".py"),
+    "cuda": ("CUDA C++ source (*.cu)", ".cu"),
+}
 
 Button = QMessageBox.StandardButton
 
@@ -107,6 +113,14 @@ def save_file(parent: QWidget, caption: str, suggested: str, filters: str) -> st
     return path or None
 
 
+def save_file_with_filter(
+    parent: QWidget, caption: str, suggested: str, filters: str, selected: str
+) -> tuple[str, str] | None:
+    """(path, the filter the user picked), or None if cancelled."""
+    path, chosen = QFileDialog.getSaveFileName(parent, caption, suggested, filters, selected)
+    return (path, chosen) if path else None
+
+
 class FileHandling:
     """The File menu's flows, mixed into MainWindow (which provides the attributes used here)."""
 
@@ -116,6 +130,7 @@ class FileHandling:
     actions: Any
     menus: Any
     charts: Any
+    code_view: Any
     simulated: Any
     measured: Any
     measured_pipeline: Any
@@ -135,12 +150,21 @@ class FileHandling:
         a.export_image_visible.triggered.connect(lambda: self.export_image(visible_range=True))
         a.export_trace.triggered.connect(self.export_trace)
         a.export_csv.triggered.connect(self.export_csv)
+        a.export_code.triggered.connect(lambda: self.export_code())
         self.menus.recent.aboutToShow.connect(self.fill_recent_menu)
 
     # -- documents ----------------------------------------------------------------------------
     def document_name(self) -> str:
         c = self.controller
         return c.path.name if c.path else c.pipeline.name
+
+    def document_stem(self) -> str:
+        """A file name (no suffix) to suggest for the document and its exports: the file's,
+        the example's, or the pipeline's name made safe (it may hold '/' or ':')."""
+        c = self.controller
+        if c.path:
+            return c.path.stem
+        return self.example_name or _slug(c.pipeline.name, "pipeline")
 
     def maybe_save(self) -> bool:
         """Ask about unsaved changes; False when the user cancelled."""
@@ -191,6 +215,8 @@ class FileHandling:
 
     def _replace_document(self, pipeline: Pipeline, path: str | None, example: str | None) -> None:
         self.example_name = example
+        # A measurement still loading was asked for the document that is being replaced.
+        self.measurement_task.cancel()  # type: ignore[attr-defined]
         self.set_measured(None)  # type: ignore[attr-defined]
         device = pipeline.extra.get("device")
         if isinstance(device, str):
@@ -213,7 +239,7 @@ class FileHandling:
         return self._save_to(str(self.controller.path))
 
     def save_as(self) -> bool:
-        suggested = str(self.controller.path or Path.home() / f"{self.document_name()}.json")
+        suggested = str(self.controller.path or Path.home() / f"{self.document_stem()}.json")
         path = save_file(self, "Save pipeline", suggested, PIPELINE_FILTER)
         if not path:
             return False
@@ -282,71 +308,13 @@ class FileHandling:
         description = str(extra.get("description") or "This pipeline carries no lesson text.")
         show_lesson(self, str(extra.get("lesson") or ""), description, self.document_name())
 
-    # -- measurements -------------------------------------------------------------------------
-    def open_measurement(self, path: str | None = None) -> bool:
-        """Load a measured run or a profiler trace and show it beside the simulation."""
-        from swimlanes.resources import measurements_dir
-
-        path = path or open_file(
-            self, "Open measurement", str(measurements_dir()), MEASUREMENT_FILTER
-        )
-        if not path:
-            return False
-        loaded = self._load_measurement(path)
-        if loaded is None:
-            return False
-        timeline, pipeline = loaded
-        if pipeline is not None and self._should_adopt(pipeline, Path(path).name):
-            if not self.maybe_save():
-                return False
-            self._replace_document(pipeline, None, None)
-        self.set_measured(timeline, pipeline)  # type: ignore[attr-defined]
-        self.charts.fit_all()
-        self.status(
-            f"Opened measurement {Path(path).name}: {len(timeline)} ops on {timeline.device or 'unknown device'}"
-        )
-        return True
-
-    def _should_adopt(self, pipeline: Pipeline, file_name: str) -> bool:
-        """Whether to open the pipeline a run was measured on in place of the document."""
-        current = self.controller.pipeline
-        if pipeline.to_dict()["program"] == current.to_dict()["program"]:
-            return False
-        if not current.program and not self.controller.is_dirty:
-            return True  # nothing to lose: an empty document
-        return ask_yes_no(
-            self,
-            "Open the measured pipeline?",
-            f"{file_name} was measured on a different pipeline ({pipeline.name}). "
-            "Open that pipeline too, so the charts compare like with like?",
-        )
-
-    def _load_measurement(self, path: str) -> tuple[Any, Any] | None:
-        from swimlanes.timeline.io import load_timeline_any
-
-        progress = QProgressDialog(f"Loading {Path(path).name}...", "Cancel", 0, 1000, self)
-        progress.setWindowModality(Qt.WindowModality.WindowModal)
-        progress.setMinimumDuration(400)
-
-        def on_progress(fraction: float) -> None:
-            progress.setValue(int(1000 * fraction))
-            QApplication.processEvents()
-
-        try:
-            return load_timeline_any(path, progress=on_progress, cancel=progress.wasCanceled)
-        except (ValueError, OSError) as err:
-            if not progress.wasCanceled():
-                show_error(self, "Cannot open measurement", f"{Path(path).name}: {err}")
-            return None
-        finally:
-            progress.close()
-
+    # -- measurements (loading: measurement_loading.MeasurementLoading) -------------------
     def save_measurement(self) -> bool:
         from swimlanes.timeline.io import save_run
 
         if self.measured is None:
             return False
-        suggested = str(Path.home() / f"{self.document_name()}.{_slug(self.measured.device)}.json")
+        suggested = str(Path.home() / f"{self.document_stem()}.{_slug(self.measured.device)}.json")
         path = save_file(self, "Save measurement", suggested, "Swimlanes runs (*.json)")
         if not path:
             return False
@@ -366,7 +334,7 @@ class FileHandling:
         if not self._timelines():
             show_error(self, caption, "There is nothing to export yet.")
             return None
-        suggested = str(Path.home() / f"{Path(self.document_name()).stem}{suffix}")
+        suggested = str(Path.home() / f"{self.document_stem()}{suffix}")
         return save_file(self, caption, suggested, filters)
 
     def export_image(self, visible_range: bool = False) -> bool:
@@ -398,6 +366,41 @@ class FileHandling:
 
         path = self._export_path("Export CSV", ".csv", CSV_FILTER)
         return bool(path) and self._export(path, lambda: write_op_csv(self._timelines(), path))
+
+    def export_code(self, language: str = "") -> bool:
+        """File > Export code: the pipeline as a Numba CUDA script (.py) or a CUDA C++ program
+        (.cu). The file-type filter picks the language (``language`` is the one offered first);
+        a name typed with the other language's suffix gets that language."""
+        from swimlanes.codegen import LANGUAGES
+        from swimlanes.model.io import write_text_atomic
+
+        if language not in CODE_FILTERS:
+            language = self.code_view.language()
+        folder = self.controller.path.parent if self.controller.path else Path.home()
+        suggested = str(folder / f"{self.document_stem()}{CODE_FILTERS[language][1]}")
+        filters = ";;".join(f for f, _ in CODE_FILTERS.values())
+        chosen = save_file_with_filter(
+            self, "Export code", suggested, filters, CODE_FILTERS[language][0]
+        )
+        if not chosen:
+            return False
+        path, picked = chosen
+        language = next((k for k, (f, _) in CODE_FILTERS.items() if f == picked), language)
+        suffix = Path(path).suffix.lower()
+        by_suffix = [k for k, (_, s) in CODE_FILTERS.items() if s == suffix]
+        if by_suffix:
+            language = by_suffix[0]
+        else:
+            path += CODE_FILTERS[language][1]
+        pipeline = self.controller.pipeline
+        try:
+            write_text_atomic(path, LANGUAGES[language](pipeline))
+        except (OSError, ValueError) as err:
+            show_error(self, "Export failed", f"{path}: {err}\n\nNothing was written.")
+            return False
+        kind = "Numba CUDA Python script" if language == "python" else "CUDA C++ program"
+        self.status(f"Exported the {kind} of {len(pipeline.program)} ops to {path}")
+        return True
 
     def _export(self, path: str, write: Any) -> bool:
         try:
@@ -433,5 +436,6 @@ def _lesson_title(path: Path) -> str:
     return str(data.get("lesson", "")) if isinstance(data, dict) else ""
 
 
-def _slug(text: str) -> str:
-    return "".join(ch if ch.isalnum() else "-" for ch in text.lower()).strip("-") or "gpu"
+def _slug(text: str, default: str = "gpu") -> str:
+    """``text`` as a file-name part: lower case, runs of other characters as one '-'."""
+    return re.sub(r"[^0-9a-z]+", "-", text.lower()).strip("-") or default

@@ -37,6 +37,7 @@ from swimlanes.ui.actions import (
     fill_device_combo,
 )
 from swimlanes.ui.autosave import Autosaver, discard_recovery, has_recovery, read_recovery
+from swimlanes.ui.code_view import CodeDock, CodeView
 from swimlanes.ui.comparison_table import ComparisonTable
 from swimlanes.ui.dialogs import FileHandling
 from swimlanes.ui.document_controller import DocumentController
@@ -46,6 +47,7 @@ from swimlanes.ui.gantt.side_by_side import ComparisonCharts
 from swimlanes.ui.gantt.summary import SummaryStrip
 from swimlanes.ui.gpu_runner import GpuRunner
 from swimlanes.ui.insights_panel import InsightsPanel
+from swimlanes.ui.measurement_loading import MeasurementLoading
 from swimlanes.ui.settings import Settings
 from swimlanes.ui.window_layout import CompareArrangement, default_layout, first_start_size
 from swimlanes.ui.workers import SimulationRunner
@@ -61,7 +63,7 @@ NO_GPU_REASON = (
 )
 
 
-class MainWindow(FileHandling, QMainWindow):
+class MainWindow(FileHandling, MeasurementLoading, QMainWindow):
     """Swimlanes' main window. ``gpu_available`` and ``gpu_runner`` can be injected (tests)."""
 
     def __init__(
@@ -115,6 +117,7 @@ class MainWindow(FileHandling, QMainWindow):
         self.summary = SummaryStrip()
         self.table = ComparisonTable()
         self.insights = InsightsPanel()
+        self.code_view = CodeView(c)
 
         editor = QSplitter(Qt.Orientation.Vertical)
         editor.setObjectName("editor_splitter")
@@ -134,9 +137,10 @@ class MainWindow(FileHandling, QMainWindow):
         inspector_scroll.setFrameShape(QScrollArea.Shape.NoFrame)
         bar = inspector_scroll.verticalScrollBar().sizeHint().width()
         inspector_scroll.setMinimumWidth(self.inspector.minimumSizeHint().width() + bar)
-        self._add_dock(
+        inspector_dock = self._add_dock(
             "Inspector", "inspector_dock", inspector_scroll, Qt.DockWidgetArea.RightDockWidgetArea
         )
+        self._add_code_dock(inspector_dock)
 
         charts_box = QWidget()
         box = QVBoxLayout(charts_box)
@@ -174,6 +178,7 @@ class MainWindow(FileHandling, QMainWindow):
         self.timing_label = QLabel()
         self.statusBar().addPermanentWidget(self.progress_bar)
         self.statusBar().addPermanentWidget(self.timing_label)
+        self.init_measurement_loading(self.statusBar())
 
     def _add_dock(
         self, title: str, name: str, widget: QWidget, area: Qt.DockWidgetArea
@@ -188,6 +193,14 @@ class MainWindow(FileHandling, QMainWindow):
         )
         self.addDockWidget(area, dock)
         return dock
+
+    def _add_code_dock(self, inspector_dock: QDockWidget) -> None:
+        # Beside the lanes, between them and the inspector; hidden until View > Code shows
+        # it, so that the editor keeps its width on first start.
+        self.code_dock = CodeDock(self.code_view, self)
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.code_dock)
+        self.splitDockWidget(self.code_dock, inspector_dock, Qt.Orientation.Horizontal)
+        self.code_dock.hide()
 
     def _build_actions(self) -> None:
         self.actions = create_actions(self, self.controller.undo_stack)
@@ -217,6 +230,12 @@ class MainWindow(FileHandling, QMainWindow):
         a.run_gpu.triggered.connect(self.run_on_gpu)
         a.cancel_gpu.triggered.connect(self.gpu_runner.cancel)
         a.about.triggered.connect(lambda: dialogs.about(self))
+        self.code_view.set_language(self.settings.code_language())
+        self.code_view.language_combo.currentIndexChanged.connect(
+            lambda _i: self.settings.set_code_language(self.code_view.language())
+        )
+        self.code_view.save_requested.connect(self.export_code)
+        self.code_view.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         a.lesson.triggered.connect(self.show_lesson)
         self.toolbar.device.currentIndexChanged.connect(self._on_device_changed)
         self.toolbar.repeat.valueChanged.connect(self.settings.set_gpu_repeat)
@@ -550,6 +569,7 @@ class MainWindow(FileHandling, QMainWindow):
             return
         self.set_playing(False)
         self.gpu_runner.wait_stopped()
+        self.measurement_task.shutdown()
         self.sim_runner.shutdown()
         self.autosaver.stop()
         self.autosaver.discard()

@@ -1,4 +1,5 @@
-"""Persistent preferences (QSettings): window layout, recent files, last device, GPU repetitions."""
+"""Persistent preferences (QSettings): window layout, recent files, last device, GPU repetitions,
+the code view's language."""
 
 from __future__ import annotations
 
@@ -61,6 +62,13 @@ class Settings:
 
     def set_gpu_repeat(self, n: int) -> None:
         self.q.setValue("gpu/repeat", int(n))
+
+    def code_language(self, default: str = "python") -> str:
+        """The code view's language (a key of swimlanes.codegen.LANGUAGES)."""
+        return str(self.q.value("code/language", default) or default)
+
+    def set_code_language(self, language: str) -> None:
+        self.q.setValue("code/language", language)
 
     def sync(self) -> None:
         self.q.sync()

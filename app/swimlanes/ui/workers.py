@@ -1,4 +1,5 @@
-"""Re-simulation after edits: throttled, synchronous when small, in a worker thread when large.
+"""Work off the UI thread: re-simulation after edits (throttled, synchronous when small, in a
+worker thread when large) and TaskRunner for any other long function (trace import).
 
 The pattern follows Orange3's concurrent widgets: a plain function does the work and takes
 ``progress``/``cancel`` callbacks; a QRunnable runs it on the thread pool; results come back to
@@ -204,6 +205,121 @@ class SimulationRunner(QObject):
             return
         self._set_busy(False)
         self.failed.emit(message)
+
+    def _on_progress(self, generation: int, fraction: float) -> None:
+        if not self._is_stale(generation):
+            self.progress.emit(fraction)
+
+    def _set_busy(self, busy: bool) -> None:
+        if busy != self._busy:
+            self._busy = busy
+            self.busy_changed.emit(busy)
+
+
+# -- any long function, one at a time -----------------------------------------------------------
+class _TaskRelay(QObject):
+    """Lives on the UI thread; a task's thread emits through it (queued to the UI thread)."""
+
+    done = Signal(int, object)
+    error = Signal(int, object)
+    progress = Signal(int, float)
+
+
+class _Task(QRunnable):
+    def __init__(
+        self,
+        generation: int,
+        work: Callable[[Callable[[float], None], Callable[[], bool]], Any],
+        is_stale: Callable[[int], bool],
+        relay: _TaskRelay,
+    ) -> None:
+        super().__init__()
+        self.generation = generation
+        self._work = work
+        self._is_stale = is_stale
+        self._relay = relay
+        self._shown = -1
+
+    def _progress(self, fraction: float) -> None:
+        # Only changes of a tenth of a percent cross threads: a flood of queued signals
+        # would keep the UI thread busy for nothing.
+        step = int(1000 * min(max(float(fraction), 0.0), 1.0))
+        if step != self._shown:
+            self._shown = step
+            self._relay.progress.emit(self.generation, step / 1000)
+
+    def run(self) -> None:
+        gen = self.generation
+        try:
+            result = self._work(self._progress, lambda: self._is_stale(gen))
+        except Exception as err:  # noqa: BLE001 - handed to the UI thread, which reports it
+            self._relay.error.emit(gen, err)
+            return
+        self._relay.done.emit(gen, result)
+
+
+class TaskRunner(QObject):
+    """Runs one long function at a time in a worker thread, so the UI thread never waits.
+
+    ``start(work)`` runs ``work(progress, cancel)``, the plain-function pattern of the Qt-free
+    packages. Its result arrives on the UI thread as ``finished(object)``, an exception it
+    raised as ``failed(object)`` (the exception itself, so the caller decides how to word it),
+    its progress as ``progress(float)``. ``cancel()``, or starting another task, makes the
+    running one stale: its ``cancel`` callback answers True from then on, and whatever it
+    returns or raises afterwards is dropped. ``busy_changed(bool)`` follows whether a task
+    that still counts is running.
+    """
+
+    finished = Signal(object)
+    failed = Signal(object)
+    progress = Signal(float)
+    busy_changed = Signal(bool)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self._generation = 0
+        self._busy = False
+        self._pool = QThreadPool(self)
+        # One thread: a cancelled task winds down before the next one starts its work.
+        self._pool.setMaxThreadCount(1)
+        self._relay = _TaskRelay(self)
+        self._relay.done.connect(self._on_done)
+        self._relay.error.connect(self._on_error)
+        self._relay.progress.connect(self._on_progress)
+
+    def start(self, work: Callable[[Callable[[float], None], Callable[[], bool]], Any]) -> None:
+        """Run ``work(progress, cancel)`` in the worker thread (a running task is cancelled)."""
+        self._generation += 1
+        self._set_busy(True)
+        self._pool.start(_Task(self._generation, work, self._is_stale, self._relay))
+
+    def cancel(self) -> bool:
+        """Stop the running task; False if none was running."""
+        was_busy = self._busy
+        self._generation += 1
+        self._set_busy(False)
+        return was_busy
+
+    def is_busy(self) -> bool:
+        return self._busy
+
+    def shutdown(self, msecs: int = 3000) -> None:
+        """Cancel and wait for the worker thread (the window is closing)."""
+        self.cancel()
+        self._pool.waitForDone(msecs)
+
+    def _is_stale(self, generation: int) -> bool:
+        return generation != self._generation
+
+    def _on_done(self, generation: int, result: object) -> None:
+        if not self._is_stale(generation):
+            self._set_busy(False)
+            self.finished.emit(result)
+
+    def _on_error(self, generation: int, err: object) -> None:
+        if not self._is_stale(generation):
+            self._set_busy(False)
+            self.failed.emit(err)
 
     def _on_progress(self, generation: int, fraction: float) -> None:
         if not self._is_stale(generation):
