@@ -66,7 +66,8 @@ class BlockScheduler:
     ) -> None:
         self.sm_count = preset.sm_count
         self.slots_per_sm = preset.max_threads_per_sm
-        self.free = preset.sm_count * preset.max_threads_per_sm
+        self.slots = preset.sm_count * preset.max_threads_per_sm  # thread slots of the GPU
+        self.free = self.slots
         self.max_resident_kernels = preset.max_resident_kernels
         self.resident_kernels = 0
         #: Kernels on the block scheduler (waiting or running), in dispatch order.
@@ -125,8 +126,7 @@ class BlockScheduler:
             busy += resident if resident < sm_count else sm_count
         self.free = free
         # The SMs-busy step function: SMs holding blocks, by kernels and by slots in use.
-        slots_per_sm = self.slots_per_sm
-        by_slots = -(-(sm_count * slots_per_sm - free) // slots_per_sm)
+        by_slots = -(-(self.slots - free) // self.slots_per_sm)
         sms = busy if busy > by_slots else by_slots
         if sms > sm_count:
             sms = sm_count

@@ -110,6 +110,8 @@ class CopyEngines:
         self._fluid = self._fluid or self._slowed[D2H] > 1.0 or any(self._fixed)
         for k, e in enumerate(self.engines):
             e.index = k
+        #: float(k) for every count of copies running in one direction (a lookup, not a call).
+        self._as_float = [float(k) for k in range(len(self.engines) + 1)]
         #: Each engine with its pool of ready copies (one lookup less per dispatch).
         self._pools = [(e, self.ready[e.pool]) for e in self.engines]
 
@@ -158,12 +160,13 @@ class CopyEngines:
     def _reschedule(self, t: int) -> None:
         """Recompute every running copy's speed after the set of running copies changed."""
         running, slowed, heap, seq = self.running, self._slowed, self._heap, self._seq
+        as_float = self._as_float
         both_ways = not self.shared  # a shared engine is never slowed by the other direction
         for e in self.engines:
             if e.op < 0:
                 continue
             direction = e.direction
-            factor = float(running[direction])
+            factor = as_float[running[direction]]
             extra = 0.0
             if both_ways and running[1 - direction]:
                 factor *= slowed[direction]

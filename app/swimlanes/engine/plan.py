@@ -120,8 +120,8 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     costs = {name: gap + preset.issue_cost_ns(name) for name in K}
     # One pass over the Op objects (scattered in memory: each pass over them costs cache
     # misses); everything after it works on compact lists and arrays.
-    shape_ids = _Numbering()  # shape -> its number, in order of first use
     ids: list[int] = []
+    shape_ids = _Numbering(ids)  # shape -> its number, in order of first use
     add_id, add_label, add_event = ids.append, plan.labels.append, plan.event.append
     defaults: dict[tuple, str] = {}  # default label by kind and event
     for op in program:
@@ -131,9 +131,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
         event = op.event
         add_event(event)
         add_label(op.label or defaults.get((op.op, event)) or _default_label(op, defaults))
-    # The first op of each shape, in program order (which is also shape number order).
-    first = sorted(dict(zip(reversed(ids), range(len(ids) - 1, -1, -1), strict=True)).values())
-    shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
+    shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in shape_ids.first]
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
     # numpy gathers of its columns, in its dtypes.
@@ -153,10 +151,18 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
 
 
 class _Numbering(dict):
-    """Numbers keys 0, 1, 2 ... in order of first lookup."""
+    """Numbers keys 0, 1, 2 ... in order of first lookup, and notes in ``first`` the op of
+    each key's first lookup (ops are looked up in program order, each before its number is
+    appended to ``ids``; in shape number order, so also in program order)."""
+
+    def __init__(self, ids: list[int]) -> None:
+        super().__init__()
+        self.ids = ids
+        self.first: list[int] = []
 
     def __missing__(self, key: tuple) -> int:
         number = self[key] = len(self)
+        self.first.append(len(self.ids))
         return number
 
 

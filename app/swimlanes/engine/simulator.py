@@ -80,7 +80,11 @@ from swimlanes.engine.state import EVENT_RECORD, EVENT_WAIT, HOST, INF, RunState
 from swimlanes.model.document import Pipeline
 from swimlanes.timeline.timeline import Timeline
 
-EV_TIMER = 3  # re-examine a queue head whose launch or dependency latency has passed
+# Re-examine a queue head whose launch or dependency latency has passed: (t, seq, EV_TIMER,
+# queue, hint). A hint >= 0 is the queue's head op, which leaves exactly at t: its dependencies
+# were all done when the timer was set, and completion times never change, so drain's
+# examination would find it ready then; the loop skips that examination.
+EV_TIMER = 3
 EV_CALLBACK = 4  # a host function finished
 _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
@@ -126,9 +130,9 @@ class _Run(RunState):
         """Per RUN_* code, the function that hands an op leaving its hardware queue at ``t``
         to whatever runs it (a table: one index instead of a chain of tests per op)."""
         table: list = [None] * 5
-        table[RUN_COPY] = self.to_copy_engine
+        table[RUN_COPY] = self.make_to_copy_engine()
         table[RUN_SM] = self.to_sm_copy
-        table[RUN_KERNEL] = self.to_kernel
+        table[RUN_KERNEL] = self.make_to_kernel()
         table[RUN_INSTANT] = self.finish_at_once
         table[RUN_CALLBACK] = self.to_callback
         return table
@@ -147,6 +151,16 @@ class _Run(RunState):
         # left waits for it (its first dependency): no need to look at it now.
         one_stream = not track
         lat, origin = self.dep_latency, self.origin  # see state._dependency_latency
+
+        def last_done(deps: tuple[int, ...]) -> int:
+            """The dependency done last (the first such: max()'s choice), spelled out for the
+            usual one or two."""
+            if len(deps) == 1:
+                return deps[0]
+            if len(deps) == 2:
+                a, b = deps
+                return a if done[a] >= done[b] else b
+            return max(deps, key=done.__getitem__)
 
         def drain(t: int) -> None:
             while todo:
@@ -170,9 +184,10 @@ class _Run(RunState):
                                     if td > ready:
                                         ready = td
                             else:  # an event op: takes the engine class of what released it
-                                origin[i] = origin[max(deps, key=done.__getitem__)]
-                        if ready > t:
-                            heappush(heap, (ready, next_seq(), EV_TIMER, q, 0))
+                                origin[i] = origin[last_done(deps)]
+                        if ready > t:  # its dependencies are done: ready is exact
+                            hint = i if one_stream and run_of[i] <= RUN_KERNEL else -1
+                            heappush(heap, (ready, next_seq(), EV_TIMER, q, hint))
                             break
                         queue.popleft()
                         if track:
@@ -215,24 +230,40 @@ class _Run(RunState):
         self.queue_prev_pop_t[q] = t
 
     # -- engines: where an op goes when it leaves its hardware queue at t ------------------------
-    def to_copy_engine(self, i: int, t: int) -> None:
-        # The copy engines' ready pools: (ready_time, op, stream, direction, work_ns).
+    def make_to_copy_engine(self) -> Callable[[int, int], None]:
+        """The entry of copy engines (a closure: it runs once per copy)."""
         plan = self.plan
-        direction = H2D if plan.kind[i] == _H2D else D2H
-        self.copy_pools[direction].append((t, i, plan.stream[i], direction, plan.solo[i]))
-        self.dirty |= _COPIES
+        kind, stream, solo, pools = plan.kind, plan.stream, plan.solo, self.copy_pools
 
-    def to_kernel(self, i: int, t: int) -> None:
-        plan = self.plan
-        blocks, cost, max_res, block_ns = plan.kernel[i]
-        s = plan.stream[i]
-        if self.signal_delay:
-            self.group_kernel(i, s)
-        prio = plan.priority[s]
-        work = SmWork(i, prio, self.next_seq(), blocks, cost, max_res, block_ns, self.kernel_tail)
-        self.blocks.add(work)
-        self.engine[i] = self.compute_engine
-        self.dirty |= _BLOCKS
+        def to_copy_engine(i: int, t: int) -> None:
+            # The copy engines' ready pools: (ready_time, op, stream, direction, work_ns).
+            direction = H2D if kind[i] == _H2D else D2H
+            pools[direction].append((t, i, stream[i], direction, solo[i]))
+            self.dirty |= _COPIES
+
+        return to_copy_engine
+
+    def make_to_kernel(self) -> Callable[[int, int], None]:
+        """The entry of the block scheduler for kernels (a closure: it runs once per kernel)."""
+        plan, blocks, next_seq, engine = self.plan, self.blocks, self.next_seq, self.engine
+        kernel, stream, priority = plan.kernel, plan.stream, plan.priority
+        add, pending, group_kernel = blocks.add, blocks.pending, self.group_kernel
+        signal_delay, tail, compute = self.signal_delay, self.kernel_tail, self.compute_engine
+
+        def to_kernel(i: int, t: int) -> None:
+            n_blocks, cost, max_res, block_ns = kernel[i]
+            s = stream[i]
+            if signal_delay:
+                group_kernel(i, s)
+            work = SmWork(i, priority[s], next_seq(), n_blocks, cost, max_res, block_ns, tail)
+            if pending:
+                add(work)
+            else:  # add()'s outcome when nothing else is on the SMs
+                pending.append(work)
+            engine[i] = compute
+            self.dirty |= _BLOCKS
+
+        return to_kernel
 
     def to_sm_copy(self, i: int, t: int) -> None:
         """D2D copies and memsets: one wave over every SM at memory bandwidth."""
@@ -271,23 +302,46 @@ class _Run(RunState):
             self.waiters[i] = None
             self.todo.extend(ws)
 
-    def release(self, i: int, ws: list[int], t: int) -> None:
-        """Op ``i``, just done at ``t``, releases the waiting queues ``ws``: each is examined
-        when its head's dependency latency on ``i`` has passed (at once if there is none), so
-        that the usual wait costs one wake-up, not an examination and a timer. (The examination
-        recomputes when the head may start: a wake-up here is never too late, only possibly
-        early.)"""
+    def make_release(self) -> Callable[[int, list[int], int], None]:
+        """The function that lets op ``i``, just done at ``t``, release the waiting queues
+        ``ws`` when the preset has dependency latencies: each is examined when its head's
+        latency on ``i`` has passed (at once if there is none), so that the usual wait costs
+        one wake-up, not an examination and a timer. (The examination recomputes when the head
+        may start: a wake-up here is never too late, only possibly early.) When the head's
+        dependencies are all done and it may start by then, the wake-up carries it as a hint
+        and the loop sends it to its engine without the examination (only with one stream per
+        queue: else drain records how the head left). A closure: it runs once per op."""
         lat, origin, queues, todo = self.dep_latency, self.origin, self.queues, self.todo
-        base = (origin[i] + 1) * 5
-        for q in ws:
-            queue = queues[q] if q != HOST else None
-            if queue:
-                head = queue[0][0]
-                delay = lat[base + origin[head] + 1]
-                if delay:
-                    heappush(self.heap, (t + delay, self.next_seq(), EV_TIMER, q, 0))
-                    continue
-            todo.append(q)
+        done, run_of, heap, next_seq = self.done, self.plan.run, self.heap, self.next_seq
+        hints = not self.track_queue_delay
+
+        def release(i: int, ws: list[int], t: int) -> None:
+            base = (origin[i] + 1) * 5
+            for q in ws:
+                queue = queues[q] if q != HOST else None
+                if queue:
+                    head, deps, ready, _ = queue[0]
+                    row = origin[head] + 1
+                    delay = lat[base + row]
+                    if delay:
+                        when = t + delay
+                        hint = -1
+                        if hints and run_of[head] <= RUN_KERNEL:
+                            for d in deps:  # drain's examination, done now
+                                td = done[d]
+                                if td < 0:
+                                    break
+                                td += lat[(origin[d] + 1) * 5 + row]
+                                if td > ready:
+                                    ready = td
+                            else:
+                                if ready <= when:
+                                    hint = head
+                        heappush(heap, (when, next_seq(), EV_TIMER, q, hint))
+                        continue
+                todo.append(q)
+
+        return release
 
     def finish_grouped(self, i: int, t: int) -> None:
         """Fermi: signal a kernel's group only when its last member has ended."""
@@ -327,7 +381,8 @@ class _Run(RunState):
         issue_end, latency = self.issue_end, self.launch_latency
         plain = not (self.signal_delay or self.track_queue_delay)  # no grouping, no queue deps
         no_latency = self.dep_latency is None  # else ops with dependencies go through drain
-        release = self.release
+        release = self.make_release() if self.dep_latency is not None else None
+        dep_latency, origin, next_seq = self.dep_latency, self.origin, self.next_seq
         last_record, event_of, event_edges = self.last_record, plan.event, self.event_edges
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
         copies_dispatch, copies_finish = copies.dispatch, copies.finish
@@ -369,15 +424,35 @@ class _Run(RunState):
                     ready = t + latency[k]
                     if queue:  # behind other ops: it leaves when they have
                         queue.append((i, deps, ready, t))
-                    elif (
-                        ready <= t
-                        and (p < 0 or done[p] >= 0 and no_latency)
-                        and (r < 0 or done[r] >= 0 and no_latency)
-                    ):
-                        to_engine[run_l[i]](i, t)  # nothing to wait for: straight to its engine
-                    else:
-                        queue.append((i, deps, ready, t))
-                        todo.append(q)
+                    else:  # the head of its queue: drain's examination, inlined
+                        for d in deps:
+                            if done[d] < 0:  # waits for d: re-examine the queue then
+                                queue.append((i, deps, ready, t))
+                                ws = waiters[d]
+                                if ws is None:
+                                    waiters[d] = [q]
+                                else:
+                                    ws.append(q)
+                                break
+                        else:
+                            row = 1 if no_latency else origin[i] + 1
+                            if row:  # an op on an engine (see drain for event ops)
+                                start_at = ready
+                                if not no_latency:
+                                    for d in deps:
+                                        td = done[d] + dep_latency[(origin[d] + 1) * 5 + row]
+                                        if td > start_at:
+                                            start_at = td
+                                run = run_l[i]
+                                if start_at <= t:  # straight to its engine
+                                    to_engine[run](i, t)
+                                else:  # leaves its queue exactly at start_at
+                                    queue.append((i, deps, ready, t))
+                                    hint = i if run <= RUN_KERNEL else -1
+                                    heappush(heap, (start_at, next_seq(), EV_TIMER, q, hint))
+                            else:
+                                queue.append((i, deps, ready, t))
+                                todo.append(q)
                     issue_end[i] = t
                     i += 1
                     self.host_i = i
@@ -421,7 +496,20 @@ class _Run(RunState):
                             finish(op, t)
                     self.dirty |= _BLOCKS
                 elif tag == EV_TIMER:
-                    todo.append(a)
+                    queue = queues[a]
+                    if b >= 0 and queue and queue[0][0] == b:
+                        # The hinted head leaves now (drain's examination, already done when
+                        # the timer was set, would find it ready).
+                        queue.popleft()
+                        to_engine[run_l[b]](b, t)
+                        if queue:  # the next op waits for it: re-examine then
+                            ws = waiters[b]
+                            if ws is None:
+                                waiters[b] = [a]
+                            else:
+                                ws.append(a)
+                    else:
+                        todo.append(a)
                 else:
                     finish(a, t)
             if todo:

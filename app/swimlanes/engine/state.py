@@ -32,6 +32,7 @@ from swimlanes.engine.plan import (
     WAIT_STREAM,
     K,
     Plan,
+    run_of,
 )
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME
@@ -67,11 +68,12 @@ def _dependency_latency(plan: Plan, preset: DevicePreset) -> tuple[list[int] | N
     ]
     h2d, shared = K["h2d"], preset.shared_copy_engine
     by_run = {RUN_KERNEL: 0, RUN_SM: 0, RUN_CALLBACK: 3}
-    origin = [
-        (1 if k == h2d or shared else 2) if r == RUN_COPY else by_run.get(r, -1)
-        for r, k in zip(plan.run, plan.kind, strict=True)
+    # An op's class follows from its kind: worked out per kind, then mapped (at C speed).
+    by_kind = [
+        (1 if k == h2d or shared else 2) if run_of(k) == RUN_COPY else by_run.get(run_of(k), -1)
+        for k in range(len(K))
     ]
-    return table, origin
+    return table, list(map(by_kind.__getitem__, plan.kind))
 
 
 class RunState:
