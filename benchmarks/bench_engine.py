@@ -10,6 +10,7 @@ default sizes 1000 10000 100000 1000000)
 
 from __future__ import annotations
 
+import argparse
 import json
 import subprocess
 import sys
@@ -62,16 +63,18 @@ def measure(n_ops: int, device: str = "h200") -> dict:
 
 
 def main(argv: list[str]) -> int:
-    device = "h200"
-    if len(argv) >= 2 and argv[0] == "--device":
-        device, argv = argv[1], argv[2:]
-    if len(argv) == 2 and argv[0] == "--one":
-        print(json.dumps(measure(int(argv[1]), device)), flush=True)
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("sizes", nargs="*", type=int, help=f"op counts (default {SIZES})")
+    parser.add_argument("--device", default="h200", help="preset name or file (default h200)")
+    parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size, in this process
+    args = parser.parse_args(argv)
+    if args.one:
+        print(json.dumps(measure(args.one, args.device)), flush=True)
         return 0
-    sizes = [int(a) for a in argv] or list(SIZES)
-    for n in sizes:
+    # One process per size, so each size's peak memory is its own.
+    for n in args.sizes or list(SIZES):
         out = subprocess.run(
-            [sys.executable, __file__, "--device", device, "--one", str(n)],
+            [sys.executable, __file__, "--device", args.device, "--one", str(n)],
             capture_output=True,
             text=True,
         )
