@@ -108,3 +108,16 @@ def test_works_headless_as_a_console_command(tmp_path) -> None:
     )
     assert proc.returncode == 0, proc.stderr
     assert _png_size(out)[0] == 3200
+
+
+def test_beside_a_measurement_the_simulation_uses_the_measured_gpus_preset(tmp_path) -> None:
+    """chunked-overlap prefers `ideal`, but next to an H200 run it must be simulated as an H200."""
+    from swimlanes.cli import main as cli_main
+
+    out = tmp_path / "co.svg"
+    run = "resources/measurements/chunked-overlap.h200.json"
+    assert cli_main(["export", "chunked-overlap", "--measured", run, "-o", str(out)]) == 0
+    assert "Simulated — h200" in out.read_text()
+    assert cli_main(["export", "chunked-overlap", "--device", "ideal", "--measured", run,
+                     "-o", str(out)]) == 0  # fmt: skip
+    assert "Simulated — ideal" in out.read_text()

@@ -50,14 +50,18 @@ def measured_timeline(args: argparse.Namespace, pipeline: Pipeline) -> tuple[Tim
     return measure(pipeline, args.repeat, 1, args.backend), "this GPU"
 
 
-def simulation_device(requested: str | None, measured: Timeline) -> str:
+def measured_preset(measured: Timeline) -> str | None:
+    """The preset modelling the GPU a measurement came from (``h200`` for an H200), if any."""
     from swimlanes.engine import preset_names
     from swimlanes.gpu.calibrate import preset_name
 
-    if requested:
-        return requested
-    guess = preset_name(measured.device) if measured.device else "h200"
-    return guess if guess in preset_names() else "h200"
+    guess = preset_name(measured.device) if measured.device else None
+    return guess if guess in preset_names() else None
+
+
+def simulation_device(requested: str | None, measured: Timeline) -> str:
+    """The preset to simulate on beside ``measured``: the one asked for, the GPU's, or h200."""
+    return requested or measured_preset(measured) or "h200"
 
 
 def _us(v: float | None) -> str:

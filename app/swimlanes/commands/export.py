@@ -61,29 +61,33 @@ def load_inputs(
     args: argparse.Namespace,
 ) -> tuple[Timeline | None, Timeline | None, str, Pipeline | None]:
     """(simulated, measured, title, pipeline if known) from INPUT and ``--measured``."""
+    from swimlanes.commands.compare import simulation_device
     from swimlanes.commands.simulate import simulate_file
 
     path = pipeline_argument(args.input)
     if not path.is_file():
         raise CommandError(f"no such file: {path}")
     simulated = measured = None
+    extra = _load_trace(Path(args.measured))[0] if args.measured else None
+    # Beside a measurement, simulate on the measured GPU's preset unless --device says otherwise.
+    device = args.device or (simulation_device(None, extra) if extra is not None else None)
     if is_pipeline_file(path):
-        pipeline, simulated = simulate_file(path, args.device)
+        pipeline, simulated = simulate_file(path, device)
         title = pipeline.name
     else:
         tl, pipeline = _load_trace(path)
         title = (pipeline.name if pipeline is not None else "") or tl.name or path.stem
         if tl.source == "measured":
+            if extra is not None:
+                raise CommandError(
+                    f"{path.name} is already a measurement; --measured adds a second"
+                )
             measured = tl
             if pipeline is not None and args.view != "measured":
-                simulated = _simulate(pipeline, args.device)
+                simulated = _simulate(pipeline, args.device or simulation_device(None, tl))
         else:
             simulated = tl
-    if args.measured:
-        if measured is not None:
-            raise CommandError(f"{path.name} is already a measurement; --measured adds a second")
-        measured, _ = _load_trace(Path(args.measured))
-    return simulated, measured, title, pipeline
+    return simulated, measured if extra is None else extra, title, pipeline
 
 
 def _simulate(pipeline: Pipeline, requested: str | None) -> Timeline:

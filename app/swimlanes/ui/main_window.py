@@ -436,11 +436,22 @@ class MainWindow(FileHandling, MeasurementLoading, QMainWindow):
         """Show a measured timeline beside the simulation (None hides it)."""
         self.measured = timeline
         self.measured_pipeline = pipeline
+        self._simulate_like(timeline)
         self.charts.set_measured(timeline)
         self.actions.save_measurement.setEnabled(timeline is not None)
         self.refresh_results()
         # Both charts must show whole as soon as there is something to compare.
         self.arrangement.set_compare(timeline is not None, refit=True)
+
+    def _simulate_like(self, measured: Timeline | None) -> None:
+        """Simulate on the preset of the GPU a measurement came from, so the two compare."""
+        from swimlanes.commands.compare import measured_preset
+
+        preset = measured_preset(measured) if measured is not None else None
+        if preset and preset != self.sim_runner.device and self.set_device(preset):
+            self.statusBar().showMessage(
+                f"Simulating on {preset}, the preset of the measured {measured.device}", 8000
+            )
 
     # -- selection ----------------------------------------------------------------------------
     def _on_selection_changed(self) -> None:
