@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench package clean
+.PHONY: run test lint format bench package docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_engine.py
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_render.py
 	$(PY) benchmarks/bench_import.py
+
+# Regenerate the user guide's screenshots from the real app (offscreen).
+docs: $(STAMP)
+	$(PY) docs/make_screenshots.py
 
 # A one-folder desktop bundle (dist/swimlanes/) plus an sdist and a wheel (dist/).
 package: $(STAMP)
