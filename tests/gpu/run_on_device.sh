@@ -41,7 +41,7 @@ if has tests; then
 fi
 if has calibrate; then
     log "calibrate"
-    $SW calibrate -o "$OUT/h200.json" --raw "$OUT/h200-raw.json"
+    $SW calibrate ${CALIBRATE_FLAGS:-} -o "$OUT/h200.json" --raw "$OUT/h200-raw.json"
     echo "calibrate rc=$?"
 fi
 PRESET="$OUT/h200.json"
