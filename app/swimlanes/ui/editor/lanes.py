@@ -323,14 +323,18 @@ class LaneEditor(LaneCommands, QGraphicsView):
             if uids and uids[0] in self._blocks:
                 rect = self._blocks[uids[0]].rect().adjusted(-li.HEADER_W, 0, 0, 0)
                 self.ensureVisible(rect, 12, 10)
-        self._mouse_selecting = False
 
     def _scene_selection_changed(self) -> None:
         if self._syncing:
             return
-        self._mouse_selecting = True
         uids = [i.uid for i in self.scene().selectedItems() if isinstance(i, li.BlockItem)]
-        self.controller.set_selection(uids)
+        # Only for this call: the controller emits nothing when the selection is unchanged, and a
+        # flag left set would stop the next selection made elsewhere from scrolling into view.
+        self._mouse_selecting = True
+        try:
+            self.controller.set_selection(uids)
+        finally:
+            self._mouse_selecting = False
 
     def _item_at(self, pos: QPoint) -> QGraphicsItem | None:
         for item in self.items(pos):
