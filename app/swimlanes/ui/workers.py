@@ -42,42 +42,6 @@ def _error_text(err: BaseException) -> str:
     return str(err) or type(err).__name__
 
 
-class _Relay(QObject):
-    """Lives on the UI thread; worker threads emit through it (queued to the UI thread)."""
-
-    done = Signal(int, object, float)
-    error = Signal(int, str)
-    progress = Signal(int, float)
-
-
-class _SimulationTask(QRunnable):
-    def __init__(
-        self,
-        generation: int,
-        run: Callable[[Callable[[float], None], Callable[[], bool]], Timeline],
-        is_stale: Callable[[int], bool],
-        relay: _Relay,
-    ) -> None:
-        super().__init__()
-        self.generation = generation
-        self._run = run
-        self._is_stale = is_stale
-        self._relay = relay
-
-    def run(self) -> None:
-        gen = self.generation
-        t0 = time.perf_counter()
-        try:
-            timeline = self._run(
-                lambda f: self._relay.progress.emit(gen, float(f)), lambda: self._is_stale(gen)
-            )
-        except Exception as err:  # noqa: BLE001 - reported to the UI as a message
-            if not _is_cancellation(err):
-                self._relay.error.emit(gen, _error_text(err))
-            return
-        self._relay.done.emit(gen, timeline, time.perf_counter() - t0)
-
-
 class SimulationRunner(QObject):
     """Keeps a simulated timeline in step with the document.
 
@@ -111,12 +75,12 @@ class SimulationRunner(QObject):
         self._generation = 0
         self._busy = False
         self._pending = False
-        self._pool = QThreadPool(self)
-        self._pool.setMaxThreadCount(1)
-        self._relay = _Relay(self)
-        self._relay.done.connect(self._on_done)
-        self._relay.error.connect(self._on_error)
-        self._relay.progress.connect(self._on_progress)
+        # Large pipelines simulate in a worker thread; starting a newer run cancels a stale one.
+        self._tasks = TaskRunner(self)
+        self._tasks.finished.connect(self._on_task_done)
+        self._tasks.failed.connect(self._on_task_failed)
+        self._tasks.progress.connect(self.progress)
+        self._tasks.busy_changed.connect(self._set_busy)
         self._timer = QTimer(self)
         self._timer.setSingleShot(True)
         self._timer.setInterval(debounce_ms)
@@ -136,7 +100,8 @@ class SimulationRunner(QObject):
         milliseconds); edits that follow within the interval, such as a drag's many moves,
         are coalesced into one run when it ends.
         """
-        self._generation += 1  # a running worker sees itself stale and stops early
+        self._generation += 1
+        self._tasks.cancel()  # a running worker sees itself stale and stops early
         if self._timer.isActive():
             self._pending = True
             return
@@ -162,6 +127,7 @@ class SimulationRunner(QObject):
         device = self.device
         if len(pipeline.program) < self.sync_op_limit:
             # On the UI thread nothing can edit the document meanwhile: no copy needed.
+            self._tasks.cancel()
             t0 = time.perf_counter()
             try:
                 timeline = self._simulate(pipeline, device)
@@ -173,11 +139,14 @@ class SimulationRunner(QObject):
         simulate = self._simulate
         pipeline = pipeline.copy()  # the worker must not see later edits half-applied
 
-        def run(progress: Callable[[float], None], cancel: Callable[[], bool]) -> Timeline:
-            return simulate(pipeline, device, progress=progress, cancel=cancel)
+        def work(
+            progress: Callable[[float], None], cancel: Callable[[], bool]
+        ) -> tuple[Timeline, float]:
+            t0 = time.perf_counter()
+            timeline = simulate(pipeline, device, progress=progress, cancel=cancel)
+            return timeline, time.perf_counter() - t0
 
-        self._set_busy(True)
-        self._pool.start(_SimulationTask(gen, run, self._is_stale, self._relay))
+        self._tasks.start(work)
 
     def is_busy(self) -> bool:
         return self._busy
@@ -186,7 +155,7 @@ class SimulationRunner(QObject):
         """Stop pending work (the app is closing)."""
         self._timer.stop()
         self._generation += 1
-        self._pool.waitForDone(msecs)
+        self._tasks.shutdown(msecs)
 
     # -- results ------------------------------------------------------------------------------
     def _is_stale(self, generation: int) -> bool:
@@ -206,9 +175,14 @@ class SimulationRunner(QObject):
         self._set_busy(False)
         self.failed.emit(message)
 
-    def _on_progress(self, generation: int, fraction: float) -> None:
-        if not self._is_stale(generation):
-            self.progress.emit(fraction)
+    def _on_task_done(self, result: object) -> None:
+        timeline, seconds = result  # type: ignore[misc] - what work() returns
+        self._on_done(self._generation, timeline, seconds)
+
+    def _on_task_failed(self, err: object) -> None:
+        if isinstance(err, BaseException) and _is_cancellation(err):
+            return
+        self._on_error(self._generation, _error_text(err))  # type: ignore[arg-type]
 
     def _set_busy(self, busy: bool) -> None:
         if busy != self._busy:
