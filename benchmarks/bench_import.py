@@ -10,7 +10,6 @@ memory is its own.
 from __future__ import annotations
 
 import argparse
-import gzip
 import json
 import resource
 import subprocess
@@ -19,37 +18,14 @@ import tempfile
 import time
 from pathlib import Path
 
+from swimlanes.timeline.synthetic import write_kineto_trace
+
 STREAMS = 8
 
 
 def synthesise(path: Path, n_events: int, use_gzip: bool) -> int:
-    """Write a trace of about ``n_events`` events: per op a runtime call, its GPU record and
-    an ac2g flow pair; every fourth op is an H2D copy, the rest kernels."""
-    ops = n_events // 4
-    opener = gzip.open if use_gzip else open
-    with opener(path, "wt", encoding="utf-8") as f:
-        f.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Synthetic"}],\n')
-        f.write('"traceEvents": [\n')
-        t = 1_000_000.0
-        for i in range(ops):
-            stream = 7 + i % STREAMS
-            call = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
-                    "tid": 1, "ts": t, "dur": 3.5, "args": {"correlation": i}}  # fmt: skip
-            args = {"stream": stream, "correlation": i, "device": 0}
-            if i % 4 == 0:
-                gpu = {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)",
-                       "args": {**args, "bytes": 1 << 20}}  # fmt: skip
-            else:
-                gpu = {"ph": "X", "cat": "kernel", "name": f"kernel_{i % 50}", "args": args}
-            gpu.update(pid=0, tid=stream, ts=t + 5.0, dur=20.0 + i % 7)
-            flow = {"cat": "ac2g", "name": "ac2g", "id": i}
-            s = {**flow, "ph": "s", "pid": 1, "tid": 1, "ts": t}
-            e = {**flow, "ph": "f", "bp": "e", "pid": 0, "tid": stream, "ts": t + 5.0}
-            sep = ",\n" if i + 1 < ops else "\n"
-            f.write(",\n".join(json.dumps(x) for x in (call, s, gpu, e)) + sep)
-            t += 4.0
-        f.write("]}\n")
-    return ops * 4
+    """Write the synthetic trace; returns its event count."""
+    return 4 * write_kineto_trace(path, n_events, streams=STREAMS, use_gzip=use_gzip)
 
 
 def load(path: Path) -> dict[str, object]:

@@ -3,7 +3,6 @@ with progress, a working Cancel and a clear message for a bad file."""
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from pathlib import Path
@@ -13,6 +12,7 @@ from PySide6.QtCore import QSettings, QTimer
 
 from swimlanes.timeline import io as timeline_io
 from swimlanes.timeline.io import TraceCancelled
+from swimlanes.timeline.synthetic import write_kineto_trace
 from swimlanes.ui import dialogs
 from swimlanes.ui.app import create_application
 from swimlanes.ui.main_window import MainWindow
@@ -23,39 +23,10 @@ TRACE_EVENTS = 200_000
 STREAMS = 8
 
 
-def write_kineto_trace(path: Path, n_events: int) -> int:
-    """A Kineto-like trace of about ``n_events`` events (as benchmarks/bench_import.py writes):
-    per op a runtime call, its GPU kernel or copy and an ac2g flow pair. Returns the op count."""
-    ops = n_events // 4
-    with path.open("w", encoding="utf-8") as f:
-        f.write('{"schemaVersion": 1, "deviceProperties": [{"id": 0, "name": "Synthetic"}],\n')
-        f.write('"traceEvents": [\n')
-        t = 1_000_000.0
-        for i in range(ops):
-            stream = 7 + i % STREAMS
-            call = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
-                    "tid": 1, "ts": t, "dur": 3.5, "args": {"correlation": i}}  # fmt: skip
-            args = {"stream": stream, "correlation": i, "device": 0}
-            if i % 4 == 0:
-                gpu = {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)",
-                       "args": {**args, "bytes": 1 << 20}}  # fmt: skip
-            else:
-                gpu = {"ph": "X", "cat": "kernel", "name": f"kernel_{i % 50}", "args": args}
-            gpu.update(pid=0, tid=stream, ts=t + 5.0, dur=20.0 + i % 7)
-            flow = {"cat": "ac2g", "name": "ac2g", "id": i}
-            s = {**flow, "ph": "s", "pid": 1, "tid": 1, "ts": t}
-            e = {**flow, "ph": "f", "bp": "e", "pid": 0, "tid": stream, "ts": t + 5.0}
-            sep = ",\n" if i + 1 < ops else "\n"
-            f.write(",\n".join(json.dumps(x) for x in (call, s, gpu, e)) + sep)
-            t += 4.0
-        f.write("]}\n")
-    return ops
-
-
 @pytest.fixture(scope="module")
 def big_trace(tmp_path_factory) -> tuple[Path, int]:
     path = tmp_path_factory.mktemp("traces") / "big.trace.json"
-    return path, write_kineto_trace(path, TRACE_EVENTS)
+    return path, write_kineto_trace(path, TRACE_EVENTS, streams=STREAMS)
 
 
 @pytest.fixture
