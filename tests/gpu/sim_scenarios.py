@@ -11,6 +11,8 @@ import json
 import os
 import sys
 
+from swimlanes.model.document import OP_KINDS
+
 os.environ["NUMBA_ENABLE_CUDASIM"] = "1"
 
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError  # noqa: E402
@@ -40,21 +42,8 @@ PROGRAM = [
     {"op": "event_sync", "event": "ready"},
     {"op": "device_sync"},
 ]
-ISSUE_CALLS = {
-    "h2d",
-    "d2h",
-    "d2d",
-    "memset",
-    "kernel",
-    "event_record",
-    "event_wait",
-    "event_sync",
-    "stream_sync",
-    "device_sync",
-    "host_func",
-    "malloc",
-    "free",
-}
+# Every API call the executor issues for a pipeline op: all op kinds but host work.
+ISSUE_CALLS = set(OP_KINDS) - {"host"}
 
 
 def pipeline(program=PROGRAM, streams=STREAMS):

@@ -533,3 +533,12 @@ def test_idle_engine_gap_blames_host_work_on_the_issuing_thread():
     assert ins.title.startswith("H2D engine idle")
     assert "busy in 'prepare batch 2' (#2) (CPU work on the issuing thread)" in ins.message
     assert ins.op_indexes == (3,)
+
+
+def test_an_insight_reports_no_saving_when_the_fix_would_not_shorten_the_run() -> None:
+    from swimlanes.timeline.insight_rules import Insight
+
+    kwargs = {"rule": "r", "severity": "info", "title": "t", "message": "m", "advice": "a"}
+    assert Insight(**kwargs, estimated_saving_ns=0).estimated_saving_ns is None
+    assert Insight(**kwargs, estimated_saving_ns=-5).estimated_saving_ns is None
+    assert Insight(**kwargs, estimated_saving_ns=1200).estimated_saving_ns == 1200

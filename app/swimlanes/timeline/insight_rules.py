@@ -67,6 +67,9 @@ class Insight:
     def __post_init__(self) -> None:
         if self.severity not in SEVERITIES:
             raise ValueError(f"severity must be one of {SEVERITIES}")
+        # A fix the model says would not shorten the run has no saving to report.
+        if self.estimated_saving_ns is not None and self.estimated_saving_ns <= 0:
+            object.__setattr__(self, "estimated_saving_ns", None)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -329,7 +332,7 @@ def pageable_copy(ctx: InsightContext) -> list[Insight]:
                 "existing buffers, and keep them for the whole run: pinning is costly, reuse it."
             ),
             op_indexes=ctx.indexes(rows),
-            estimated_saving_ns=saving if saving and saving > 0 else None,
+            estimated_saving_ns=saving,
         )
     ]
 
@@ -388,7 +391,7 @@ def sync_copy(ctx: InsightContext) -> list[Insight]:
                 "data."
             ),
             op_indexes=ctx.indexes(rows),
-            estimated_saving_ns=saving if saving and saving > 0 else None,
+            estimated_saving_ns=saving,
         )
     ]
 
@@ -477,7 +480,7 @@ def legacy_default_serialises(ctx: InsightContext) -> list[Insight]:
                 "default stream stops synchronising; order what must be ordered with events."
             ),
             op_indexes=ctx.indexes([*culprits, *waited_for, *waited_by]),
-            estimated_saving_ns=saving if saving and saving > 0 else None,
+            estimated_saving_ns=saving,
         )
     ]
 
@@ -533,6 +536,6 @@ def launch_bound(ctx: InsightContext) -> list[Insight]:
                 "the host issue cost is paid once; keep other host work off the issuing thread."
             ),
             op_indexes=ctx.indexes(host_limited),
-            estimated_saving_ns=saving if saving and saving > 0 else None,
+            estimated_saving_ns=saving,
         )
     ]

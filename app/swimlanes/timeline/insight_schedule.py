@@ -134,7 +134,7 @@ def false_dependency(ctx: InsightContext) -> list[Insight]:
                 "streams n and n+connections share a queue, so spread dependent work apart."
             ),
             op_indexes=ctx.indexes(rows),
-            estimated_saving_ns=saving if saving and saving > 0 else None,
+            estimated_saving_ns=saving,
         )
     ]
 
@@ -321,7 +321,7 @@ def _sync_in_issue_loop(ctx: InsightContext) -> Insight | None:
             "issued."
         ),
         op_indexes=ctx.indexes(rows),
-        estimated_saving_ns=saving if saving and saving > 0 else None,
+        estimated_saving_ns=saving,
     )
 
 
