@@ -93,6 +93,10 @@ class BlockScheduler:
     def dispatch(self, t: int) -> None:
         """Start batches for every pending kernel that fits, best priority first; record the
         occupancy. (One function, and min() spelled out: this runs about once per kernel.)"""
+        if not self.pending:  # the last kernel left: the SMs are idle
+            if self.occupancy_sms[-1]:
+                self._record_occupancy(t, 0)
+            return
         heap, start, sm_count, free = self._heap, self._start, self.sm_count, self.free
         busy = 0  # SMs holding blocks, counting each kernel's blocks as if on separate SMs
         for w in self.pending:
@@ -130,13 +134,16 @@ class BlockScheduler:
         sms = busy if busy > by_slots else by_slots
         if sms > sm_count:
             sms = sm_count
-        occ_sms = self.occupancy_sms
-        if sms != occ_sms[-1]:
-            if self.occupancy_time[-1] == t:
-                occ_sms[-1] = sms
-            else:
-                self.occupancy_time.append(t)
-                occ_sms.append(sms)
+        if sms != self.occupancy_sms[-1]:
+            self._record_occupancy(t, sms)
+
+    def _record_occupancy(self, t: int, sms: int) -> None:
+        """The SMs-busy step function changes to ``sms`` at ``t``."""
+        if self.occupancy_time[-1] == t:
+            self.occupancy_sms[-1] = sms
+        else:
+            self.occupancy_time.append(t)
+            self.occupancy_sms.append(sms)
 
     def batch_end(self, w: SmWork, fit: int) -> bool:
         """Free a finished batch's slots; True when that was the kernel's last block.

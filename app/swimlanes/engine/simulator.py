@@ -424,6 +424,12 @@ class _Run(RunState):
                     ready = t + latency[k]
                     if queue:  # behind other ops: it leaves when they have
                         queue.append((i, deps, ready, t))
+                        issue_end[i] = t
+                        i += 1
+                        self.host_i = i
+                        self.host_t = t + cost_l[i] if i < n_ops else INF
+                        if not self.dirty:
+                            continue  # nothing else to do at t (todo is empty)
                     else:  # the head of its queue: drain's examination, inlined
                         for d in deps:
                             if done[d] < 0:  # waits for d: re-examine the queue then
@@ -453,13 +459,10 @@ class _Run(RunState):
                             else:
                                 queue.append((i, deps, ready, t))
                                 todo.append(q)
-                    issue_end[i] = t
-                    i += 1
-                    self.host_i = i
-                    if i < n_ops:
-                        self.host_t = t + cost_l[i]
-                    else:
-                        self.host_t = INF
+                        issue_end[i] = t
+                        i += 1
+                        self.host_i = i
+                        self.host_t = t + cost_l[i] if i < n_ops else INF
             else:
                 t, _, tag, a, b = heappop(heap)
                 if tag == EV_COPY:
