@@ -60,6 +60,7 @@ class _Engine:
     contended: bool = False  # has run against the other direction (paid the fixed cost)
     free_at: int = 0  # when its rest after the last copy is over
     wake_at: int = -1  # the rest-over event already on the heap
+    partner: _Engine | None = None  # the other direction's engine, with one per direction
 
 
 class CopyEngines:
@@ -114,6 +115,13 @@ class CopyEngines:
         self._as_float = [float(k) for k in range(len(self.engines) + 1)]
         #: Each engine with its pool of ready copies (one lookup less per dispatch).
         self._pools = [(e, self.ready[e.pool]) for e in self.engines]
+        # One engine per direction (most GPUs): a copy starting or ending changes the speed of
+        # at most the other direction's copy, which _start_against / _end_against update
+        # directly (the same arithmetic as _reschedule, without its pass over all engines).
+        self._paired = not self.shared and n == 1
+        if self._paired:
+            h2d_engine, d2h_engine = self.engines
+            h2d_engine.partner, d2h_engine.partner = d2h_engine, h2d_engine
 
     def dispatch(self, t: int) -> None:
         """Give every idle engine its next copy."""
@@ -135,6 +143,9 @@ class CopyEngines:
             running[direction] += 1
             self._start[op] = t
             if self._fluid and (running[direction] > 1 or running[1 - direction]):
+                if self._paired:
+                    self._start_against(e, t)
+                    continue
                 e.factor = 0.0  # makes _reschedule give it an end event
                 changed = True
             else:  # alone on the link: full speed, and nobody else's speed changes
@@ -154,8 +165,57 @@ class CopyEngines:
         running = self.running
         running[e.direction] -= 1
         if self._fluid and (running[0] or running[1]):
-            self._reschedule(t)
+            if self._paired:
+                self._end_against(e.partner, t)
+            else:
+                self._reschedule(t)
         return op
+
+    def _start_against(self, e: _Engine, t: int) -> None:
+        """``e`` (one engine per direction) just started a copy while the other direction's
+        copy runs: both run at their slowed speed, and each pays its fixed cost once."""
+        o = e.partner
+        direction, heap, seq = e.direction, self._heap, self._seq
+        factor = self._slowed[direction]
+        e.contended = True
+        e.remaining += self._fixed[direction] / factor
+        e.factor = factor
+        e.version += 1
+        e_end = t + max(0, round(e.remaining * factor))
+        o_factor = self._slowed[1 - direction]
+        extra = 0.0
+        if not o.contended:
+            o.contended = True
+            extra = self._fixed[1 - direction] / o_factor
+        old = o.factor
+        if o_factor == old and not extra:
+            heappush(heap, (e_end, seq(), EV_COPY, e, e.version))
+            return
+        if old:
+            o.remaining -= (t - o.since) / old
+        o.remaining += extra
+        o.since = t
+        o.factor = o_factor
+        o.version += 1
+        o_end = t + max(0, round(o.remaining * o_factor))
+        if o.index < e.index:  # end events in engine order, as _reschedule pushes them
+            heappush(heap, (o_end, seq(), EV_COPY, o, o.version))
+            heappush(heap, (e_end, seq(), EV_COPY, e, e.version))
+        else:
+            heappush(heap, (e_end, seq(), EV_COPY, e, e.version))
+            heappush(heap, (o_end, seq(), EV_COPY, o, o.version))
+
+    def _end_against(self, o: _Engine, t: int) -> None:
+        """The copy against ``o``'s (one engine per direction) ended: ``o`` runs alone now."""
+        old = o.factor
+        if old == 1.0:
+            return
+        if old:
+            o.remaining -= (t - o.since) / old
+        o.since = t
+        o.factor = 1.0
+        o.version += 1
+        heappush(self._heap, (t + max(0, round(o.remaining)), self._seq(), EV_COPY, o, o.version))
 
     def _reschedule(self, t: int) -> None:
         """Recompute every running copy's speed after the set of running copies changed."""
