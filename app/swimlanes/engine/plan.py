@@ -34,9 +34,10 @@ BARRIER = 8  # malloc: device-wide implicit synchronisation, host does not wait
 
 #: The per-op int columns of a Plan, in the order of a shape's row tuple.
 COLUMNS = ("kind", "stream", "run", "queue", "cost", "host", "solo", "nbytes")
-#: Those the Timeline needs, in the dtypes it stores them in.
+#: Those the Timeline (and the simulator's queue set-up) need, in these dtypes.
 _TIMELINE_DTYPES = {
-    "kind": np.int8, "stream": np.int16, "run": np.int8, "solo": np.int64, "nbytes": np.int64
+    "kind": np.int8, "stream": np.int16, "run": np.int8, "solo": np.int64, "nbytes": np.int64,
+    "queue": np.int32,
 }  # fmt: skip
 
 # Where an enqueued op runs.

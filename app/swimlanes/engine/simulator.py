@@ -140,7 +140,9 @@ class _Run(RunState):
     def make_drain(self) -> Callable[[int], None]:
         """The function that lets every queue on the to-do list send its runnable head ops to
         their engines (a closure: it runs once per op, and this saves its set-up)."""
-        todo, queues, done, waiters = self.todo, self.queues, self.done, self.waiters
+        todo, done, waiters = self.todo, self.done, self.waiters
+        queue_head, queue_len, next_in_queue = self.queue_head, self.queue_len, self.next_in_queue
+        deps_of, ready_at = self.deps_of, self.ready_at
         run_of, to_engine, check_host = self.plan.run, self.engine_entries(), self.check_host
         track, heap, next_seq = self.track_queue_delay, self.heap, self.next_seq
         note_queue_delay, start, end = self.note_queue_delay, self.start, self.end
@@ -169,13 +171,14 @@ class _Run(RunState):
                     if self.host_wait is not None:
                         check_host(t)
                     continue
-                queue = queues[q]
-                while queue:
-                    i, deps, ready, arrived = queue[0]
+                while queue_len[q]:
+                    i = queue_head[q]
+                    deps = deps_of[i]
                     for d in deps:
                         if done[d] < 0:
                             break
                     else:
+                        ready = ready_at[i]
                         if lat is not None and deps:
                             row = origin[i] + 1
                             if row:  # runs on an engine: wait out each dependency's latency
@@ -189,9 +192,12 @@ class _Run(RunState):
                             hint = i if one_stream and run_of[i] <= RUN_KERNEL else -1
                             heappush(heap, (ready, next_seq(), EV_TIMER, q, hint))
                             break
-                        queue.popleft()
+                        left = queue_len[q] - 1  # i leaves the queue
+                        queue_len[q] = left
+                        if left:
+                            queue_head[q] = next_in_queue[i]
                         if track:
-                            note_queue_delay(q, (i, deps, ready, arrived), t)
+                            note_queue_delay(q, i, ready, t)
                         run = run_of[i]
                         if run == RUN_INSTANT and inline_instant:
                             start[i] = end[i] = done[i] = t
@@ -201,7 +207,7 @@ class _Run(RunState):
                                 todo.extend(ws)
                             continue
                         to_engine[run](i, t)
-                        if not (one_stream and queue and done[i] < 0):
+                        if not (one_stream and left and done[i] < 0):
                             continue
                         d = i
                     w = waiters[d]  # re-examine q when d completes
@@ -213,9 +219,9 @@ class _Run(RunState):
 
         return drain
 
-    def note_queue_delay(self, q: int, head: tuple, t: int) -> None:
-        """Record a "queue" dependency when another stream's op held ``head`` back in ``q``."""
-        i, deps, ready, arrived = head
+    def note_queue_delay(self, q: int, i: int, ready: int, t: int) -> None:
+        """Record a "queue" dependency when another stream's op held op ``i`` (just leaving
+        ``q``; it could start at ``ready`` once its dependencies were done) back."""
         s = self.plan.stream[i]
         prev = self.queue_last_stream[q]
         self.queue_last_stream[q] = s
@@ -223,7 +229,7 @@ class _Run(RunState):
             self.queue_prev_pop[q] = i
             self.queue_prev_pop_t[q] = t
             return
-        own = max(ready, arrived, max((self.done[d] for d in deps), default=0))
+        own = max(ready, max((self.done[d] for d in self.deps_of[i]), default=0))
         if own < t:
             self.edge(self.queue_prev_pop[q], i, "queue")
         self.queue_prev_pop[q] = i
@@ -311,23 +317,26 @@ class _Run(RunState):
         dependencies are all done and it may start by then, the wake-up carries it as a hint
         and the loop sends it to its engine without the examination (only with one stream per
         queue: else drain records how the head left). A closure: it runs once per op."""
-        lat, origin, queues, todo = self.dep_latency, self.origin, self.queues, self.todo
+        lat, origin, todo = self.dep_latency, self.origin, self.todo
+        queue_head, queue_len, deps_of, ready_at = (
+            self.queue_head, self.queue_len, self.deps_of, self.ready_at
+        )  # fmt: skip
         done, run_of, heap, next_seq = self.done, self.plan.run, self.heap, self.next_seq
         hints = not self.track_queue_delay
 
         def release(i: int, ws: list[int], t: int) -> None:
             base = (origin[i] + 1) * 5
             for q in ws:
-                queue = queues[q] if q != HOST else None
-                if queue:
-                    head, deps, ready, _ = queue[0]
+                if q != HOST and queue_len[q]:
+                    head = queue_head[q]
                     row = origin[head] + 1
                     delay = lat[base + row]
                     if delay:
                         when = t + delay
                         hint = -1
                         if hints and run_of[head] <= RUN_KERNEL:
-                            for d in deps:  # drain's examination, done now
+                            ready = ready_at[head]
+                            for d in deps_of[head]:  # drain's examination, done now
                                 td = done[d]
                                 if td < 0:
                                     break
@@ -377,7 +386,9 @@ class _Run(RunState):
         host_l, kind_l, stream_l, queue_l, cost_l, run_l = (
             plan.host, plan.kind, plan.stream, plan.queue, plan.cost, plan.run
         )  # fmt: skip
-        quiet, tail, queues, done, end = self.quiet, self.tail, self.queues, self.done, self.end
+        quiet, tail, done, end = self.quiet, self.tail, self.done, self.end
+        queue_head, queue_len, next_in_queue = self.queue_head, self.queue_len, self.next_in_queue
+        deps_of, ready_at = self.deps_of, self.ready_at
         issue_end, latency = self.issue_end, self.launch_latency
         plain = not (self.signal_delay or self.track_queue_delay)  # no grouping, no queue deps
         no_latency = self.dep_latency is None  # else ops with dependencies go through drain
@@ -420,10 +431,11 @@ class _Run(RunState):
                         if k == EVENT_RECORD:
                             last_record[event_of[i]] = i
                     q = queue_l[i]
-                    queue = queues[q]
-                    ready = t + latency[k]
-                    if queue:  # behind other ops: it leaves when they have
-                        queue.append((i, deps, ready, t))
+                    deps_of[i] = deps
+                    ready_at[i] = ready = t + latency[k]
+                    queued = queue_len[q]
+                    if queued:  # behind other ops: it leaves when they have
+                        queue_len[q] = queued + 1
                         issue_end[i] = t
                         i += 1
                         self.host_i = i
@@ -433,7 +445,8 @@ class _Run(RunState):
                     else:  # the head of its queue: drain's examination, inlined
                         for d in deps:
                             if done[d] < 0:  # waits for d: re-examine the queue then
-                                queue.append((i, deps, ready, t))
+                                queue_len[q] = 1
+                                queue_head[q] = i
                                 ws = waiters[d]
                                 if ws is None:
                                     waiters[d] = [q]
@@ -453,11 +466,13 @@ class _Run(RunState):
                                 if start_at <= t:  # straight to its engine
                                     to_engine[run](i, t)
                                 else:  # leaves its queue exactly at start_at
-                                    queue.append((i, deps, ready, t))
+                                    queue_len[q] = 1
+                                    queue_head[q] = i
                                     hint = i if run <= RUN_KERNEL else -1
                                     heappush(heap, (start_at, next_seq(), EV_TIMER, q, hint))
                             else:
-                                queue.append((i, deps, ready, t))
+                                queue_len[q] = 1
+                                queue_head[q] = i
                                 todo.append(q)
                         issue_end[i] = t
                         i += 1
@@ -499,13 +514,16 @@ class _Run(RunState):
                             finish(op, t)
                     self.dirty |= _BLOCKS
                 elif tag == EV_TIMER:
-                    queue = queues[a]
-                    if b >= 0 and queue and queue[0][0] == b:
+                    queued = queue_len[a]
+                    if b >= 0 and queued and queue_head[a] == b:
                         # The hinted head leaves now (drain's examination, already done when
                         # the timer was set, would find it ready).
-                        queue.popleft()
+                        queued -= 1
+                        queue_len[a] = queued
+                        if queued:
+                            queue_head[a] = next_in_queue[b]
                         to_engine[run_l[b]](b, t)
-                        if queue:  # the next op waits for it: re-examine then
+                        if queued:  # the next op waits for it: re-examine then
                             ws = waiters[b]
                             if ws is None:
                                 waiters[b] = [a]

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import itertools
 from array import array
-from collections import deque
+
+import numpy as np
 
 from swimlanes.engine.blocks import BlockScheduler
 from swimlanes.engine.copies import CopyEngines
@@ -45,6 +46,16 @@ EVENT_WAIT, EVENT_RECORD, KERNEL = K["event_wait"], K["event_record"], K["kernel
 
 def _times(n: int) -> array:
     return array("q", [NO_TIME]) * n
+
+
+def _next_in_queue(q: np.ndarray) -> array:
+    """Per op, the next op (in program order) of its hardware queue ``q``, or -1."""
+    nxt = np.full(len(q), -1, dtype=np.int64)
+    order = np.argsort(q, kind="stable")
+    same = q[order[1:]] == q[order[:-1]]
+    nxt[order[:-1][same]] = order[1:][same]
+    nxt[q < 0] = -1
+    return array("q", nxt.tobytes())
 
 
 def _dependency_latency(plan: Plan, preset: DevicePreset) -> tuple[list[int] | None, list[int]]:
@@ -84,7 +95,7 @@ class RunState:
     __slots__ = (
         "plan", "preset", "n", "progress", "cancel", "issue_end", "start", "end", "done",
         "engine", "deps", "heap", "next_seq", "copies", "blocks", "compute_engine", "copy_pools",
-        "queues", "queue_last_stream", "queue_prev_pop", "queue_prev_pop_t", "launch_latency",
+        "queue_head", "queue_len", "next_in_queue", "deps_of", "ready_at", "queue_last_stream", "queue_prev_pop", "queue_prev_pop_t", "launch_latency",
         "track_queue_delay", "waiters", "todo", "tail", "covered", "seen_default", "seen_barrier",
         "event_edges", "quiet", "last_default", "barrier_id", "barrier_ops", "last_record",
         "host_i", "host_t", "host_wait", "dirty", "signal_delay", "groups", "last_kernel",
@@ -114,7 +125,16 @@ class RunState:
         self.compute_engine = len(self.copies.names)
         self.copy_pools = [self.copies.ready[0], self.copies.ready[-1]]  # by direction
         n_streams = len(plan.stream_names)
-        self.queues: list[deque] = [deque() for _ in range(plan.queue_count)]
+        # Hardware queues. Ops join their queue in program order, so a queue is a chain
+        # through the ops (next_in_queue) from its head, of queue_len ops. What an op waits
+        # for and when it may start are kept per op in flat columns: the host runs far ahead
+        # of the device, and an op's queue entry is read long after it was written, so it
+        # should cost as few scattered objects as possible.
+        self.queue_head = [-1] * plan.queue_count
+        self.queue_len = [0] * plan.queue_count
+        self.next_in_queue = _next_in_queue(plan.arrays.get("queue", np.zeros(0, np.int32)))
+        self.deps_of: list[tuple[int, ...] | None] = [None] * n
+        self.ready_at = _times(n)  # when each queued op may leave its queue (launch latency)
         self.queue_last_stream = [-1] * plan.queue_count
         self.queue_prev_pop = [-1] * plan.queue_count
         self.queue_prev_pop_t = [-1] * plan.queue_count
@@ -314,9 +334,12 @@ class RunState:
         if kind == EVENT_RECORD:
             self.last_record[plan.event[i]] = i
         q = plan.queue[i]
-        queue = self.queues[q]
-        queue.append((i, deps, t + self.launch_latency[kind], t))
-        if len(queue) == 1:
+        self.deps_of[i] = deps
+        self.ready_at[i] = t + self.launch_latency[kind]
+        queued = self.queue_len[q]
+        self.queue_len[q] = queued + 1
+        if not queued:
+            self.queue_head[q] = i
             self.todo.append(q)
 
     def group_kernel(self, i: int, s: int) -> None:
