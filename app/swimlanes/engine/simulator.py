@@ -111,6 +111,7 @@ def simulate(
         plan = plan_ops(pipeline, preset)
         run = _Run(plan, preset, progress, cancel)
         run.loop()
+        run.drop_work_columns()
     finally:
         if gc_was_enabled:
             gc.enable()

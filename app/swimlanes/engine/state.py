@@ -133,7 +133,7 @@ class RunState:
         self.queue_head = [-1] * plan.queue_count
         self.queue_len = [0] * plan.queue_count
         self.next_in_queue = _next_in_queue(plan.arrays.get("queue", np.zeros(0, np.int32)))
-        self.deps_of: list[tuple[int, ...] | None] = [None] * n
+        self.deps_of: list[tuple[int, ...] | None] | None = [None] * n
         self.ready_at = _times(n)  # when each queued op may leave its queue (launch latency)
         self.queue_last_stream = [-1] * plan.queue_count
         self.queue_prev_pop = [-1] * plan.queue_count
@@ -181,6 +181,17 @@ class RunState:
         self.signal_delay = preset.completion_signal_delay
         self.groups: dict[int, list] = {}  # kernel -> [running, deferred ops] (signal delay)
         self.last_kernel: tuple[int, int, list] = (-2, -1, [0, []])  # (op, stream, group)
+
+    def drop_work_columns(self) -> None:
+        """Free the per-op lists only the event loop reads, before the cyclic collector runs
+        again: each of its passes walks every live list item, and with a dozen 1e5-item lists
+        (and one dependency tuple per op) its first passes after a big simulation cost more
+        than building the Timeline."""
+        plan = self.plan
+        for name in ("kind", "queue", "run", "stream", "host", "cost", "solo", "stage",
+                     "kernel", "event", "nbytes"):  # fmt: skip
+            setattr(plan, name, [])
+        self.deps_of = self.done = self.waiters = self.origin = None
 
     # -- dependencies ---------------------------------------------------------------------------
     def edge(self, src: int, dst: int, kind: str) -> None:
