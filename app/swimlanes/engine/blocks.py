@@ -27,6 +27,8 @@ from swimlanes.engine.presets import DevicePreset
 
 #: Heap event tag of a finished batch of blocks.
 EV_BATCH = 1
+#: What BlockScheduler.batch_end found.
+BATCH_DONE, KERNEL_DONE, SMS_IDLE = range(3)
 
 
 def residency(preset: DevicePreset, threads: int, override: int | None = None) -> int:
@@ -139,24 +141,34 @@ class BlockScheduler:
 
     def _record_occupancy(self, t: int, sms: int) -> None:
         """The SMs-busy step function changes to ``sms`` at ``t``."""
-        if self.occupancy_time[-1] == t:
-            self.occupancy_sms[-1] = sms
+        if self.occupancy_time[-1] == t:  # a second change at t replaces the first
+            if len(self.occupancy_sms) > 1 and self.occupancy_sms[-2] == sms:
+                self.occupancy_time.pop()  # back where it was: no step at t after all
+                self.occupancy_sms.pop()
+            else:
+                self.occupancy_sms[-1] = sms
         else:
             self.occupancy_time.append(t)
             self.occupancy_sms.append(sms)
 
-    def batch_end(self, w: SmWork, fit: int) -> bool:
-        """Free a finished batch's slots; True when that was the kernel's last block.
-
-        The caller runs :meth:`dispatch` afterwards, which also records the occupancy.
+    def batch_end(self, w: SmWork, fit: int, t: int) -> int:
+        """Free a finished batch's slots at ``t``. Returns BATCH_DONE (the kernel has more
+        blocks), KERNEL_DONE (that was its last block) or SMS_IDLE (its last block, and no
+        other work is on the SMs: the occupancy is recorded here). After the first two the
+        caller runs :meth:`dispatch`, which starts what now fits and records the occupancy.
         """
         self.free += fit * w.cost
         w.resident -= fit
         if w.remaining or w.resident:
-            return False
-        self.pending.remove(w)
+            return BATCH_DONE
+        pending = self.pending
+        pending.remove(w)
         self.resident_kernels -= 1
-        return True
+        if pending:
+            return KERNEL_DONE
+        if self.occupancy_sms[-1]:
+            self._record_occupancy(t, 0)
+        return SMS_IDLE
 
 
 def _dispatch_order(w: SmWork) -> tuple[int, int]:

@@ -62,7 +62,7 @@ import gc
 from collections.abc import Callable
 from heapq import heappop, heappush
 
-from swimlanes.engine.blocks import EV_BATCH, SmWork
+from swimlanes.engine.blocks import EV_BATCH, SMS_IDLE, SmWork
 from swimlanes.engine.copies import D2H, EV_COPY, H2D
 from swimlanes.engine.plan import (
     ENQ,
@@ -500,7 +500,10 @@ class _Run(RunState):
                                 release(op, ws, t)
                         self.dirty |= _COPIES
                 elif tag == EV_BATCH:
-                    if batch_end(a, b):
+                    ended = batch_end(a, b, t)
+                    if ended != SMS_IDLE:  # else nothing is left to dispatch
+                        self.dirty |= _BLOCKS
+                    if ended:
                         op = a.op
                         if plain:
                             end[op] = done[op] = t
@@ -513,7 +516,6 @@ class _Run(RunState):
                                     release(op, ws, t)
                         else:
                             finish(op, t)
-                    self.dirty |= _BLOCKS
                 elif tag == EV_TIMER:
                     queued = queue_len[a]
                     if b >= 0 and queued and queue_head[a] == b:
