@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from array import array
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -14,11 +13,6 @@ if TYPE_CHECKING:
     from swimlanes.engine.state import RunState
 
 _STREAM_DEP = DEP_KINDS.index("stream")
-
-
-def _column(values: array, dtype: type) -> np.ndarray:
-    """The raw array as a numpy column, without a copy."""
-    return np.frombuffer(values, dtype=dtype) if len(values) else np.zeros(0, dtype)
 
 
 def dep_columns(stream: np.ndarray, enqueued: np.ndarray, deps: tuple) -> dict[str, np.ndarray]:
@@ -46,18 +40,19 @@ def build_timeline(run: RunState, name: str) -> Timeline:
     plan, preset, n = run.plan, run.preset, run.n
     cols = plan.arrays or {c: np.zeros(0, np.int64) for c in COLUMNS}
     solo = cols["solo"].astype(np.int64)  # a copy: host-only ops' solo_ns is set below
-    issue_end = _column(run.issue_end, np.int64)
+    columns = run.columns
+    issue_end = columns["issue_end"]
     enqueued = cols["run"] >= 0
     solo[~enqueued] = NO_TIME
     return Timeline(
         index=np.arange(n, dtype=np.int64),
         kind=cols["kind"].astype(np.int8),
         stream=cols["stream"].astype(np.int16),
-        engine=_column(run.engine, np.int16),
+        engine=columns["engine"],
         issue_start=np.concatenate([np.zeros(min(n, 1), np.int64), issue_end[:-1] + run.call_gap]),
         issue_end=issue_end,
-        start=_column(run.start, np.int64),
-        end=_column(run.end, np.int64),
+        start=columns["start"],
+        end=columns["end"],
         solo_ns=solo,
         bytes=cols["nbytes"],
         labels=plan.labels,

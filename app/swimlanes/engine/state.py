@@ -44,10 +44,6 @@ _DEP = {k: n for n, k in enumerate(DEP_KINDS)}
 EVENT_WAIT, EVENT_RECORD, KERNEL = K["event_wait"], K["event_record"], K["kernel"]
 
 
-def _times(n: int) -> array:
-    return array("q", [NO_TIME]) * n
-
-
 def _next_in_queue(q: np.ndarray) -> array:
     """Per op, the next op (in program order) of its hardware queue ``q``, or -1."""
     nxt = np.full(len(q), -1, dtype=np.int64)
@@ -93,7 +89,7 @@ class RunState:
     # Slots: an instance with this many attributes outgrows CPython's fast (split) instance
     # dicts, and the event loop reads and writes some of them once per op.
     __slots__ = (
-        "plan", "preset", "n", "progress", "cancel", "issue_end", "start", "end", "done",
+        "plan", "preset", "n", "progress", "cancel", "issue_end", "start", "end", "columns", "done",
         "engine", "deps", "heap", "next_seq", "copies", "blocks", "compute_engine", "copy_pools",
         "queue_head", "queue_len", "next_in_queue", "deps_of", "ready_at", "queue_last_stream", "queue_prev_pop", "queue_prev_pop_t", "launch_latency",
         "track_queue_delay", "waiters", "todo", "tail", "covered", "seen_default", "seen_barrier",
@@ -106,14 +102,19 @@ class RunState:
         n = len(plan.kind)
         self.plan, self.preset, self.n = plan, preset, n
         self.progress, self.cancel = progress, cancel
-        # Result columns as raw int64 arrays: no Python int object kept per time, and numpy
-        # takes them over without a copy. (A call starts when the previous one returns, so
-        # issue_start is issue_end shifted by one: result.py derives it.)
-        self.issue_end = _times(n)
-        self.start = _times(n)
-        self.end = _times(n)
+        # Result columns: numpy arrays, which the loop writes through memoryviews (an item
+        # store costs half an array.array's, whose conversion goes through the argument
+        # parser, and keeps no int object alive). The Timeline takes the arrays as they are.
+        # (A call starts when the previous one returns, so issue_start is issue_end shifted by
+        # one: result.py derives it.)
+        self.columns = {
+            name: np.full(n, NO_TIME, np.int64) for name in ("issue_end", "start", "end")
+        }
+        self.columns["engine"] = np.full(n, -1, np.int16)
+        self.issue_end, self.start, self.end, self.engine = (
+            memoryview(self.columns[name]) for name in ("issue_end", "start", "end", "engine")
+        )
         self.done = [-1] * n  # when each op's completion is visible to dependents
-        self.engine = array("h", [-1]) * n
         self.deps: tuple[list[int], list[int], list[int]] = ([], [], [])
         # Device events (time, seq, tag, a, b). The sentinel at INF is never popped (the host,
         # done or not, is never later) and spares the loop its empty-heap tests.
@@ -134,7 +135,8 @@ class RunState:
         self.queue_len = [0] * plan.queue_count
         self.next_in_queue = _next_in_queue(plan.arrays.get("queue", np.zeros(0, np.int32)))
         self.deps_of: list[tuple[int, ...] | None] | None = [None] * n
-        self.ready_at = _times(n)  # when each queued op may leave its queue (launch latency)
+        # When each queued op may leave its queue: raw, as it is read long after it is written.
+        self.ready_at = memoryview(np.full(n, NO_TIME, np.int64))
         self.queue_last_stream = [-1] * plan.queue_count
         self.queue_prev_pop = [-1] * plan.queue_count
         self.queue_prev_pop_t = [-1] * plan.queue_count
