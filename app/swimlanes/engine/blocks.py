@@ -95,9 +95,13 @@ class BlockScheduler:
     def dispatch(self, t: int) -> None:
         """Start batches for every pending kernel that fits, best priority first; record the
         occupancy. (One function, and min() spelled out: this runs about once per kernel.)"""
-        if not self.pending:  # the last kernel left: the SMs are idle
+        pending = self.pending
+        if not pending:  # the last kernel left: the SMs are idle
             if self.occupancy_sms[-1]:
                 self._record_occupancy(t, 0)
+            return
+        if len(pending) == 1 and self.free == self.slots:
+            self._start_alone(pending[0], t)
             return
         heap, start, sm_count, free = self._heap, self._start, self.sm_count, self.free
         busy = 0  # SMs holding blocks, counting each kernel's blocks as if on separate SMs
@@ -134,6 +138,40 @@ class BlockScheduler:
         # The SMs-busy step function: SMs holding blocks, by kernels and by slots in use.
         by_slots = -(-(self.slots - free) // self.slots_per_sm)
         sms = busy if busy > by_slots else by_slots
+        if sms > sm_count:
+            sms = sm_count
+        if sms != self.occupancy_sms[-1]:
+            self._record_occupancy(t, sms)
+
+    def _start_alone(self, w: SmWork, t: int) -> None:
+        """dispatch() when ``w`` is the only kernel and the SMs are idle (kernels that run
+        one after another): the same steps, without the pass over other kernels."""
+        fit = self.slots // w.cost
+        remaining = w.remaining
+        if remaining < fit:
+            fit = remaining
+        if w.max_resident < fit:
+            fit = w.max_resident
+        if not w.started:  # it cannot be over the resident-kernel limit: it is alone
+            w.started = True
+            self.resident_kernels += 1
+            self._start[w.op] = t
+        self.free -= fit * w.cost
+        w.resident = fit
+        w.remaining = remaining = remaining - fit
+        d = w.block_ns + w.carry
+        di = round(d)
+        if di < 1:
+            di = 1
+        w.carry = d - di
+        if remaining == 0:
+            di += w.tail_ns
+        heappush(self._heap, (t + di, self._seq(), EV_BATCH, w, fit))
+        sm_count = self.sm_count
+        by_slots = -(-(self.slots - self.free) // self.slots_per_sm)
+        sms = fit if fit < sm_count else sm_count
+        if by_slots > sms:
+            sms = by_slots
         if sms > sm_count:
             sms = sm_count
         if sms != self.occupancy_sms[-1]:
