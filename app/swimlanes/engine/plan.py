@@ -6,6 +6,7 @@ behaviour, alone-on-the-GPU time) so that the event loop touches no ``Op`` objec
 
 from __future__ import annotations
 
+from collections import defaultdict
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -124,14 +125,15 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     ids: list[int] = []
     shape_ids = _Numbering(ids)  # shape -> its number, in order of first use
     add_id, add_label, add_event = ids.append, plan.labels.append, plan.event.append
-    defaults: dict[tuple, str] = {}  # default label by kind and event
+    # Default labels by kind, then event (two lookups cost less than hashing a pair per op).
+    defaults: defaultdict[str, dict[str | None, str]] = defaultdict(dict)
     for op in program:
         add_id(shape_ids[op.op, op.stream, op.bytes, op.host_memory, op.is_async,
                          op.duration_us, op.blocks, op.threads, op.block_us, op.flops,
                          op.extra.get("blocks_per_sm") if op.extra else None])  # fmt: skip
         event = op.event
         add_event(event)
-        add_label(op.label or defaults.get((op.op, event)) or _default_label(op, defaults))
+        add_label(op.label or defaults[op.op].get(event) or _default_label(op, defaults))
     shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in shape_ids.first]
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
@@ -167,8 +169,8 @@ class _Numbering(dict):
         return number
 
 
-def _default_label(op: Op, defaults: dict[tuple, str]) -> str:
-    label = defaults[(op.op, op.event)] = op.display_label
+def _default_label(op: Op, defaults: defaultdict[str, dict[str | None, str]]) -> str:
+    label = defaults[op.op][op.event] = op.display_label
     return label
 
 
