@@ -86,6 +86,7 @@ from swimlanes.timeline.timeline import Timeline
 # examination would find it ready then; the loop skips that examination.
 EV_TIMER = 3
 EV_CALLBACK = 4  # a host function finished
+_END = -1  # host behaviour code of the row past the program (see _Run.loop)
 _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
 
@@ -399,28 +400,31 @@ class _Run(RunState):
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
         copies_dispatch, copies_finish = copies.dispatch, copies.finish
         blocks_dispatch, batch_end = blocks.dispatch, blocks.batch_end
+        # The loop reads one row past the program: a host call that is never fast, and the cost
+        # that puts the host past INF (where only the heap's sentinel is later), so that the
+        # per-call path needs no test for the end. Without the fast path no call is fast.
+        host_l = [*host_l, _END] if plain else [_END] * (self.n + 1)
+        cost_l = [*cost_l, INF]
         steps = 0
-        n_ops = self.n
-        n = max(1, n_ops)
+        n = max(1, self.n)
         next_report = 0
         while True:
             te = heap[0][0]
             t = self.host_t
             if t <= te:
-                if t == INF:
-                    break
                 i = self.host_i
-                s = stream_l[i]
-                if host_l[i] != ENQ or not quiet[s] or not plain:
+                if host_l[i] != ENQ or not quiet[stream_l[i]]:
+                    if t >= INF:  # the host is done (or waits) and so is the device
+                        break
                     host_step(t)
                 else:
                     # Inlined fast path of host_step + enqueue + stream_deps (a plain async call
                     # on a stream with nothing new to wait for): this runs once per op.
                     k = kind_l[i]
+                    s = stream_l[i]
                     p = tail[s]
                     tail[s] = i
                     deps = (p,) if p >= 0 else ()
-                    r = -1
                     if k == EVENT_WAIT:
                         r = last_record.get(event_of[i], -1)
                         if r >= 0:
@@ -440,7 +444,7 @@ class _Run(RunState):
                         issue_end[i] = t
                         i += 1
                         self.host_i = i
-                        self.host_t = t + cost_l[i] if i < n_ops else INF
+                        self.host_t = t + cost_l[i]
                         if not self.dirty:
                             continue  # nothing else to do at t (todo is empty)
                     else:  # the head of its queue: drain's examination, inlined
@@ -478,7 +482,7 @@ class _Run(RunState):
                         issue_end[i] = t
                         i += 1
                         self.host_i = i
-                        self.host_t = t + cost_l[i] if i < n_ops else INF
+                        self.host_t = t + cost_l[i]
             else:
                 t, _, tag, a, b = heappop(heap)
                 if tag == EV_COPY:
@@ -538,10 +542,10 @@ class _Run(RunState):
                     finish(a, t)
             if todo:
                 drain(t)
-            dirty = self.dirty
-            if dirty and heap[0][0] > t and self.host_t > t:
+            if self.dirty and heap[0][0] > t and self.host_t > t:
                 # Nothing else happens at t: let idle engines pick their next work (copy
                 # engines only if a copy is ready: most copy ends leave nothing to start).
+                dirty = self.dirty
                 self.dirty = 0
                 if dirty & _COPIES and (copy_pools[0] or copy_pools[1]):
                     copies_dispatch(t)

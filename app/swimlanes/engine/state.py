@@ -39,7 +39,8 @@ from swimlanes.engine.presets import DevicePreset
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME
 
 HOST = -1  # waiter id of the host thread
-INF = 1 << 62
+INF = 1 << 62  # the host's time while it waits, or when it is done
+NEVER = 1 << 63  # the heap sentinel's time: later than the host, even past INF
 _DEP = {k: n for n, k in enumerate(DEP_KINDS)}
 EVENT_WAIT, EVENT_RECORD, KERNEL = K["event_wait"], K["event_record"], K["kernel"]
 
@@ -116,9 +117,9 @@ class RunState:
         )
         self.done = [-1] * n  # when each op's completion is visible to dependents
         self.deps: tuple[list[int], list[int], list[int]] = ([], [], [])
-        # Device events (time, seq, tag, a, b). The sentinel at INF is never popped (the host,
+        # Device events (time, seq, tag, a, b). The sentinel at NEVER is never popped (the host,
         # done or not, is never later) and spares the loop its empty-heap tests.
-        self.heap: list = [(INF, -1, 0, None, 0)]
+        self.heap: list = [(NEVER, -1, 0, None, 0)]
         seq = itertools.count()
         self.next_seq = seq.__next__
         self.copies = CopyEngines(preset, self.heap, self.next_seq, self.start)
