@@ -268,3 +268,13 @@ def run_of(kind: int) -> int:
 
 _RUN = {k: run_of(k) for k in K.values()}
 _KERNEL, _H2D, _D2H = K["kernel"], K["h2d"], K["d2h"]
+
+
+def stream_predecessors(stream: np.ndarray, run: np.ndarray) -> np.ndarray:
+    """Per op, the enqueued op just before it in its stream (-1: none, or not enqueued)."""
+    rows = np.flatnonzero(run >= 0)
+    rows = rows[np.argsort(stream[rows], kind="stable")]
+    same = stream[rows[1:]] == stream[rows[:-1]]
+    prev = np.full(len(stream), -1, dtype=np.int64)
+    prev[rows[1:][same]] = rows[:-1][same]
+    return prev

@@ -15,18 +15,16 @@ if TYPE_CHECKING:
 _STREAM_DEP = DEP_KINDS.index("stream")
 
 
-def dep_columns(stream: np.ndarray, enqueued: np.ndarray, deps: tuple) -> dict[str, np.ndarray]:
-    """All dependency edges. "stream" edges (previous enqueued op of the same stream) are
+def dep_columns(stream: np.ndarray, prev: np.ndarray, deps: tuple) -> dict[str, np.ndarray]:
+    """All dependency edges. "stream" edges (previous enqueued op of the same stream, ``prev``
+    as from :func:`~swimlanes.engine.plan.stream_predecessors`), stream by stream, are
     derived here in bulk rather than recorded op by op in the event loop."""
-    rows = np.flatnonzero(enqueued)
-    streams = np.asarray(stream, dtype=np.int64)[rows]
-    order = np.argsort(streams, kind="stable")
-    rows, streams = rows[order], streams[order]
-    same = streams[1:] == streams[:-1]
-    src = np.concatenate([rows[:-1][same], np.asarray(deps[0], dtype=np.int64)])
-    dst = np.concatenate([rows[1:][same], np.asarray(deps[1], dtype=np.int64)])
+    dst = np.flatnonzero(prev >= 0)
+    dst = dst[np.argsort(stream[dst], kind="stable")]
+    src = np.concatenate([prev[dst], np.asarray(deps[0], dtype=np.int64)])
+    dst = np.concatenate([dst, np.asarray(deps[1], dtype=np.int64)])
     kind = np.concatenate(
-        [np.full(int(same.sum()), _STREAM_DEP), np.asarray(deps[2], dtype=np.int64)]
+        [np.full(len(src) - len(deps[0]), _STREAM_DEP), np.asarray(deps[2], dtype=np.int64)]
     )
     return {
         "dep_src": src.astype(np.int32),
@@ -58,7 +56,7 @@ def build_timeline(run: RunState, name: str) -> Timeline:
         labels=plan.labels,
         stream_names=list(plan.stream_names),
         engine_names=[*run.copies.names, "Compute"],
-        **dep_columns(cols["stream"], enqueued, run.deps),
+        **dep_columns(cols["stream"], run.prev_array, run.deps),
         occupancy_time=np.asarray(run.blocks.occupancy_time, dtype=np.int64),
         occupancy_sms=np.asarray(run.blocks.occupancy_sms, dtype=np.int32),
         sm_count=preset.sm_count,

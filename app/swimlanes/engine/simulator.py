@@ -144,7 +144,7 @@ class _Run(RunState):
         their engines (a closure: it runs once per op, and this saves its set-up)."""
         todo, done, waiters = self.todo, self.done, self.waiters
         queue_head, queue_len, next_in_queue = self.queue_head, self.queue_len, self.next_in_queue
-        deps_of, ready_at = self.deps_of, self.ready_at
+        deps_of, ready_at, prev = self.deps_of, self.ready_at, self.prev_in_stream
         run_of, to_engine, check_host = self.plan.run, self.engine_entries(), self.check_host
         track, heap, next_seq = self.track_queue_delay, self.heap, self.next_seq
         note_queue_delay, start, end = self.note_queue_delay, self.start, self.end
@@ -176,6 +176,9 @@ class _Run(RunState):
                 while queue_len[q]:
                     i = queue_head[q]
                     deps = deps_of[i]
+                    if deps is None:  # only its stream predecessor
+                        d = prev[i]
+                        deps = (d,) if d >= 0 else ()
                     for d in deps:
                         if done[d] < 0:
                             break
@@ -231,7 +234,10 @@ class _Run(RunState):
             self.queue_prev_pop[q] = i
             self.queue_prev_pop_t[q] = t
             return
-        own = max(ready, max((self.done[d] for d in self.deps_of[i]), default=0))
+        deps = self.deps_of[i]
+        if deps is None:
+            deps = (self.prev_in_stream[i],) if self.prev_in_stream[i] >= 0 else ()
+        own = max(ready, max((self.done[d] for d in deps), default=0))
         if own < t:
             self.edge(self.queue_prev_pop[q], i, "queue")
         self.queue_prev_pop[q] = i
@@ -320,8 +326,8 @@ class _Run(RunState):
         and the loop sends it to its engine without the examination (only with one stream per
         queue: else drain records how the head left). A closure: it runs once per op."""
         lat, origin, todo = self.dep_latency, self.origin, self.todo
-        queue_head, queue_len, deps_of, ready_at = (
-            self.queue_head, self.queue_len, self.deps_of, self.ready_at
+        queue_head, queue_len, deps_of, ready_at, prev = (
+            self.queue_head, self.queue_len, self.deps_of, self.ready_at, self.prev_in_stream
         )  # fmt: skip
         done, run_of, heap, next_seq = self.done, self.plan.run, self.heap, self.next_seq
         hints = not self.track_queue_delay
@@ -337,17 +343,25 @@ class _Run(RunState):
                         when = t + delay
                         hint = -1
                         if hints and run_of[head] <= RUN_KERNEL:
-                            ready = ready_at[head]
-                            for d in deps_of[head]:  # drain's examination, done now
-                                td = done[d]
-                                if td < 0:
-                                    break
-                                td += lat[(origin[d] + 1) * 5 + row]
-                                if td > ready:
-                                    ready = td
-                            else:
-                                if ready <= when:
+                            deps = deps_of[head]
+                            if deps is None and prev[head] == i:
+                                # It waits for i alone, done now: it may start at when.
+                                if ready_at[head] <= when:
                                     hint = head
+                            else:  # drain's examination, done now
+                                if deps is None:
+                                    deps = (prev[head],) if prev[head] >= 0 else ()
+                                ready = ready_at[head]
+                                for d in deps:
+                                    td = done[d]
+                                    if td < 0:
+                                        break
+                                    td += lat[(origin[d] + 1) * 5 + row]
+                                    if td > ready:
+                                        ready = td
+                                else:
+                                    if ready <= when:
+                                        hint = head
                         heappush(heap, (when, next_seq(), EV_TIMER, q, hint))
                         continue
                 todo.append(q)
@@ -390,7 +404,7 @@ class _Run(RunState):
         )  # fmt: skip
         quiet, tail, done, end = self.quiet, self.tail, self.done, self.end
         queue_head, queue_len, next_in_queue = self.queue_head, self.queue_len, self.next_in_queue
-        deps_of, ready_at = self.deps_of, self.ready_at
+        deps_of, ready_at, prev = self.deps_of, self.ready_at, self.prev_in_stream
         issue_end, latency = self.issue_end, self.launch_latency
         plain = not (self.signal_delay or self.track_queue_delay)  # no grouping, no queue deps
         no_latency = self.dep_latency is None  # else ops with dependencies go through drain
@@ -422,13 +436,12 @@ class _Run(RunState):
                     # on a stream with nothing new to wait for): this runs once per op.
                     k = kind_l[i]
                     s = stream_l[i]
-                    p = tail[s]
                     tail[s] = i
-                    deps = (p,) if p >= 0 else ()
                     if k == EVENT_WAIT:
                         r = last_record.get(event_of[i], -1)
-                        if r >= 0:
-                            deps = (*deps, r)
+                        if r >= 0:  # else it waits for its stream predecessor only
+                            p = prev[i]
+                            deps_of[i] = (p, r) if p >= 0 else (r,)
                             event_edges[s].append(r)  # drawn from the next op of the stream
                     else:
                         if event_edges[s]:
@@ -436,7 +449,6 @@ class _Run(RunState):
                         if k == EVENT_RECORD:
                             last_record[event_of[i]] = i
                     q = queue_l[i]
-                    deps_of[i] = deps
                     ready_at[i] = ready = t + latency[k]
                     queued = queue_len[q]
                     if queued:  # behind other ops: it leaves when they have
@@ -448,6 +460,10 @@ class _Run(RunState):
                         if not self.dirty:
                             continue  # nothing else to do at t (todo is empty)
                     else:  # the head of its queue: drain's examination, inlined
+                        deps = deps_of[i]
+                        if deps is None:
+                            p = prev[i]
+                            deps = (p,) if p >= 0 else ()
                         for d in deps:
                             if done[d] < 0:  # waits for d: re-examine the queue then
                                 queue_len[q] = 1

@@ -34,6 +34,7 @@ from swimlanes.engine.plan import (
     K,
     Plan,
     run_of,
+    stream_predecessors,
 )
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME
@@ -92,7 +93,7 @@ class RunState:
     __slots__ = (
         "plan", "preset", "n", "progress", "cancel", "issue_end", "start", "end", "columns", "done",
         "engine", "deps", "heap", "next_seq", "copies", "blocks", "compute_engine", "copy_pools",
-        "queue_head", "queue_len", "next_in_queue", "deps_of", "ready_at", "queue_last_stream", "queue_prev_pop", "queue_prev_pop_t", "launch_latency",
+        "queue_head", "queue_len", "next_in_queue", "deps_of", "prev_array", "prev_in_stream", "ready_at", "queue_last_stream", "queue_prev_pop", "queue_prev_pop_t", "launch_latency",
         "track_queue_delay", "waiters", "todo", "tail", "covered", "seen_default", "seen_barrier",
         "event_edges", "quiet", "last_default", "barrier_id", "barrier_ops", "last_record",
         "host_i", "host_t", "host_wait", "dirty", "signal_delay", "groups", "last_kernel",
@@ -135,7 +136,14 @@ class RunState:
         self.queue_head = [-1] * plan.queue_count
         self.queue_len = [0] * plan.queue_count
         self.next_in_queue = _next_in_queue(plan.arrays.get("queue", np.zeros(0, np.int32)))
+        # What each queued op waits for: None when that is only its stream predecessor
+        # (prev_in_stream, -1 if none), which the fast path of the loop leaves implicit.
         self.deps_of: list[tuple[int, ...] | None] | None = [None] * n
+        arrays = plan.arrays
+        self.prev_array = (
+            stream_predecessors(arrays["stream"], arrays["run"]) if n else np.zeros(0, np.int64)
+        )
+        self.prev_in_stream = memoryview(self.prev_array)
         # When each queued op may leave its queue: raw, as it is read long after it is written.
         self.ready_at = memoryview(np.full(n, NO_TIME, np.int64))
         self.queue_last_stream = [-1] * plan.queue_count
