@@ -173,17 +173,30 @@ class _Run(RunState):
                     if self.host_wait is not None:
                         check_host(t)
                     continue
-                while queue_len[q]:
+                while queue_len[q] > 0:
                     i = queue_head[q]
+                    ready = ready_at[i]
                     deps = deps_of[i]
-                    if deps is None:  # only its stream predecessor
+                    if deps is None:  # it waits for its stream predecessor alone (if any)
                         d = prev[i]
-                        deps = (d,) if d >= 0 else ()
+                        td = done[d] if d >= 0 else 0
+                        if td < 0:
+                            deps = (d,)  # blocked on d: the general examination says so
+                        elif lat is not None and d >= 0:
+                            row = origin[i] + 1
+                            if row:  # runs on an engine: wait out the dependency's latency
+                                td += lat[(origin[d] + 1) * 5 + row]
+                                if td > ready:
+                                    ready = td
+                            else:  # an event op: takes the engine class of what released it
+                                origin[i] = origin[d]
+                            deps = ()
+                        else:
+                            deps = ()
                     for d in deps:
                         if done[d] < 0:
                             break
                     else:
-                        ready = ready_at[i]
                         if lat is not None and deps:
                             row = origin[i] + 1
                             if row:  # runs on an engine: wait out each dependency's latency
