@@ -78,7 +78,7 @@ from swimlanes.engine.presets import DevicePreset, get_preset
 from swimlanes.engine.result import build_timeline
 from swimlanes.engine.state import EVENT_RECORD, EVENT_WAIT, HOST, INF, RunState
 from swimlanes.model.document import Pipeline
-from swimlanes.timeline.timeline import Timeline
+from swimlanes.timeline.timeline import DEP_KINDS, Timeline
 
 # Re-examine a queue head whose launch or dependency latency has passed: (t, seq, EV_TIMER,
 # queue, hint). A hint >= 0 is the queue's head op, which leaves exactly at t: its dependencies
@@ -87,6 +87,7 @@ from swimlanes.timeline.timeline import Timeline
 EV_TIMER = 3
 EV_CALLBACK = 4  # a host function finished
 _END = -1  # host behaviour code of the row past the program (see _Run.loop)
+_EVENT_DEP = DEP_KINDS.index("event")
 _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
 
@@ -425,6 +426,7 @@ class _Run(RunState):
         dep_latency, origin, next_seq = self.dep_latency, self.origin, self.next_seq
         last_record, event_of, event_edges = self.last_record, plan.event, self.event_edges
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
+        dep_src, dep_dst, dep_kind = (column.append for column in self.deps)
         copies_dispatch, copies_finish = copies.dispatch, copies.finish
         blocks_dispatch, batch_end = blocks.dispatch, blocks.batch_end
         # The loop reads one row past the program: a host call that is never fast, and the cost
@@ -457,8 +459,13 @@ class _Run(RunState):
                             deps_of[i] = (p, r) if p >= 0 else (r,)
                             event_edges[s].append(r)  # drawn from the next op of the stream
                     else:
-                        if event_edges[s]:
-                            self.flush_event_edges(i, s)
+                        waited = event_edges[s]
+                        if waited:  # the "event" edges of the waits just before it
+                            for r in waited:
+                                dep_src(r)
+                                dep_dst(i)
+                                dep_kind(_EVENT_DEP)
+                            event_edges[s] = []
                         if k == EVENT_RECORD:
                             last_record[event_of[i]] = i
                     q = queue_l[i]
@@ -514,7 +521,25 @@ class _Run(RunState):
                         self.host_t = t + cost_l[i]
             else:
                 t, _, tag, a, b = heappop(heap)
-                if tag == EV_COPY:
+                if tag == EV_TIMER:
+                    queued = queue_len[a]
+                    if b >= 0 and queued and queue_head[a] == b:
+                        # The hinted head leaves now (drain's examination, already done when
+                        # the timer was set, would find it ready).
+                        queued -= 1
+                        queue_len[a] = queued
+                        if queued:
+                            queue_head[a] = next_in_queue[b]
+                        to_engine[run_l[b]](b, t)
+                        if queued:  # the next op waits for it: re-examine then
+                            ws = waiters[b]
+                            if ws is None:
+                                waiters[b] = [a]
+                            else:
+                                ws.append(a)
+                    else:
+                        todo.append(a)
+                elif tag == EV_COPY:
                     if b != a.version:  # stale: the copy's speed changed since
                         if b < 0:  # the engine's rest is over: it may take its next copy
                             self.dirty |= _COPIES
@@ -549,24 +574,6 @@ class _Run(RunState):
                                     release(op, ws, t)
                         else:
                             finish(op, t)
-                elif tag == EV_TIMER:
-                    queued = queue_len[a]
-                    if b >= 0 and queued and queue_head[a] == b:
-                        # The hinted head leaves now (drain's examination, already done when
-                        # the timer was set, would find it ready).
-                        queued -= 1
-                        queue_len[a] = queued
-                        if queued:
-                            queue_head[a] = next_in_queue[b]
-                        to_engine[run_l[b]](b, t)
-                        if queued:  # the next op waits for it: re-examine then
-                            ws = waiters[b]
-                            if ws is None:
-                                waiters[b] = [a]
-                            else:
-                                ws.append(a)
-                    else:
-                        todo.append(a)
                 else:
                     finish(a, t)
             if todo:
