@@ -448,77 +448,80 @@ class _Run(RunState):
                     host_step(t)
                 else:
                     # Inlined fast path of host_step + enqueue + stream_deps (a plain async call
-                    # on a stream with nothing new to wait for): this runs once per op.
-                    k = kind_l[i]
-                    s = stream_l[i]
-                    tail[s] = i
-                    if k == EVENT_WAIT:
-                        r = last_record.get(event_of[i], -1)
-                        if r >= 0:  # else it waits for its stream predecessor only
-                            p = prev[i]
-                            deps_of[i] = (p, r) if p >= 0 else (r,)
-                            event_edges[s].append(r)  # drawn from the next op of the stream
-                    else:
-                        waited = event_edges[s]
-                        if waited:  # the "event" edges of the waits just before it
-                            for r in waited:
-                                dep_src(r)
-                                dep_dst(i)
-                                dep_kind(_EVENT_DEP)
-                            event_edges[s] = []
-                        if k == EVENT_RECORD:
-                            last_record[event_of[i]] = i
-                    q = queue_l[i]
-                    ready_at[i] = ready = t + latency[k]
-                    queued = queue_len[q]
-                    if queued:  # behind other ops: it leaves when they have
-                        queue_len[q] = queued + 1
-                        issue_end[i] = t
-                        i += 1
-                        self.host_i = i
-                        self.host_t = t + cost_l[i]
-                        if not self.dirty:
-                            continue  # nothing else to do at t (todo is empty)
-                    else:  # the head of its queue: drain's examination, inlined
-                        deps = deps_of[i]
-                        if deps is None:
-                            p = prev[i]
-                            deps = (p,) if p >= 0 else ()
-                        for d in deps:
-                            if done[d] < 0:  # waits for d: re-examine the queue then
-                                queue_len[q] = 1
-                                queue_head[q] = i
-                                ws = waiters[d]
-                                if ws is None:
-                                    waiters[d] = [q]
-                                else:
-                                    ws.append(q)
-                                break
+                    # on a stream with nothing new to wait for): this runs once per op, for
+                    # call after call until the next device event or other work at t.
+                    while True:
+                        k = kind_l[i]
+                        s = stream_l[i]
+                        tail[s] = i
+                        if k == EVENT_WAIT:
+                            r = last_record.get(event_of[i], -1)
+                            if r >= 0:  # else it waits for its stream predecessor only
+                                p = prev[i]
+                                deps_of[i] = (p, r) if p >= 0 else (r,)
+                                event_edges[s].append(r)  # drawn from the next op of the stream
                         else:
-                            row = 1 if no_latency else origin[i] + 1
-                            if row:  # an op on an engine (see drain for event ops)
-                                start_at = ready
-                                if not no_latency:
-                                    for d in deps:
-                                        td = done[d] + dep_latency[(origin[d] + 1) * 5 + row]
-                                        if td > start_at:
-                                            start_at = td
-                                run = run_l[i]
-                                if start_at <= t:  # straight to its engine
-                                    to_engine[run](i, t)
-                                else:  # leaves its queue exactly at start_at
+                            waited = event_edges[s]
+                            if waited:  # the "event" edges of the waits just before it
+                                for r in waited:
+                                    dep_src(r)
+                                    dep_dst(i)
+                                    dep_kind(_EVENT_DEP)
+                                event_edges[s] = []
+                            if k == EVENT_RECORD:
+                                last_record[event_of[i]] = i
+                        q = queue_l[i]
+                        ready_at[i] = ready = t + latency[k]
+                        queued = queue_len[q]
+                        if queued:  # behind other ops: it leaves when they have
+                            queue_len[q] = queued + 1
+                        else:  # the head of its queue: drain's examination, inlined
+                            deps = deps_of[i]
+                            if deps is None:
+                                p = prev[i]
+                                deps = (p,) if p >= 0 else ()
+                            for d in deps:
+                                if done[d] < 0:  # waits for d: re-examine the queue then
                                     queue_len[q] = 1
                                     queue_head[q] = i
-                                    hint = i if run <= RUN_KERNEL else -1
-                                    heappush(heap, (start_at, next_seq(), EV_TIMER, q, hint))
+                                    ws = waiters[d]
+                                    if ws is None:
+                                        waiters[d] = [q]
+                                    else:
+                                        ws.append(q)
+                                    break
                             else:
-                                queue_len[q] = 1
-                                queue_head[q] = i
-                                todo.append(q)
+                                row = 1 if no_latency else origin[i] + 1
+                                if row:  # an op on an engine (see drain for event ops)
+                                    start_at = ready
+                                    if not no_latency:
+                                        for d in deps:
+                                            td = done[d] + dep_latency[(origin[d] + 1) * 5 + row]
+                                            if td > start_at:
+                                                start_at = td
+                                    run = run_l[i]
+                                    if start_at <= t:  # straight to its engine
+                                        to_engine[run](i, t)
+                                    else:  # leaves its queue exactly at start_at
+                                        queue_len[q] = 1
+                                        queue_head[q] = i
+                                        hint = i if run <= RUN_KERNEL else -1
+                                        heappush(heap, (start_at, next_seq(), EV_TIMER, q, hint))
+                                else:
+                                    queue_len[q] = 1
+                                    queue_head[q] = i
+                                    todo.append(q)
                         issue_end[i] = t
                         i += 1
-                        self.host_i = i
-                        self.host_t = t + cost_l[i]
+                        next_t = t + cost_l[i]
+                        if (next_t > heap[0][0] or todo or self.dirty or host_l[i] != ENQ
+                                or not quiet[stream_l[i]]):  # fmt: skip
+                            break
+                        t = next_t
+                    self.host_i = i
+                    self.host_t = next_t
+                    if not (todo or self.dirty):
+                        continue  # nothing else to do at t
             else:
                 t, _, tag, a, b = heappop(heap)
                 if tag == EV_TIMER:
