@@ -92,6 +92,15 @@ _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
 
 
+def _examine_at_once(todo: list[int]) -> Callable[[int, list[int], int], None]:
+    """The release function of presets without dependency latencies (see make_release)."""
+
+    def release(i: int, ws: list[int], t: int) -> None:
+        todo.extend(ws)
+
+    return release
+
+
 class SimulationCancelled(Exception):
     """Raised by :func:`simulate` when its ``cancel`` callback returned True."""
 
@@ -422,7 +431,8 @@ class _Run(RunState):
         issue_end, latency = self.issue_end, self.launch_latency
         plain = not (self.signal_delay or self.track_queue_delay)  # no grouping, no queue deps
         no_latency = self.dep_latency is None  # else ops with dependencies go through drain
-        release = self.make_release() if self.dep_latency is not None else None
+        # Without dependency latencies the queues waiting for an op are examined at once.
+        release = self.make_release() if self.dep_latency is not None else _examine_at_once(todo)
         dep_latency, origin, next_seq = self.dep_latency, self.origin, self.next_seq
         last_record, event_of, event_edges = self.last_record, plan.event, self.event_edges
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
@@ -555,10 +565,7 @@ class _Run(RunState):
                         ws = waiters[op]
                         if ws is not None:
                             waiters[op] = None
-                            if no_latency:
-                                todo.extend(ws)
-                            else:
-                                release(op, ws, t)
+                            release(op, ws, t)
                         self.dirty |= _COPIES
                 elif tag == EV_BATCH:
                     ended = batch_end(a, b, t)
@@ -571,10 +578,7 @@ class _Run(RunState):
                             ws = waiters[op]
                             if ws is not None:
                                 waiters[op] = None
-                                if no_latency:
-                                    todo.extend(ws)
-                                else:
-                                    release(op, ws, t)
+                                release(op, ws, t)
                         else:
                             finish(op, t)
                 else:
