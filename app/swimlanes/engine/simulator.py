@@ -76,9 +76,9 @@ from swimlanes.engine.plan import (
 )
 from swimlanes.engine.presets import DevicePreset, get_preset
 from swimlanes.engine.result import build_timeline
-from swimlanes.engine.state import EVENT_RECORD, EVENT_WAIT, HOST, INF, RunState
+from swimlanes.engine.state import HOST, INF, RunState
 from swimlanes.model.document import Pipeline
-from swimlanes.timeline.timeline import DEP_KINDS, Timeline
+from swimlanes.timeline.timeline import Timeline
 
 # Re-examine a queue head whose launch or dependency latency has passed: (t, seq, EV_TIMER,
 # queue, hint). A hint >= 0 is the queue's head op, which leaves exactly at t: its dependencies
@@ -87,7 +87,6 @@ from swimlanes.timeline.timeline import DEP_KINDS, Timeline
 EV_TIMER = 3
 EV_CALLBACK = 4  # a host function finished
 _END = -1  # host behaviour code of the row past the program (see _Run.loop)
-_EVENT_DEP = DEP_KINDS.index("event")
 _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
 
@@ -434,9 +433,7 @@ class _Run(RunState):
         # Without dependency latencies the queues waiting for an op are examined at once.
         release = self.make_release() if self.dep_latency is not None else _examine_at_once(todo)
         dep_latency, origin, next_seq = self.dep_latency, self.origin, self.next_seq
-        last_record, event_of, event_edges = self.last_record, plan.event, self.event_edges
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
-        dep_src, dep_dst, dep_kind = (column.append for column in self.deps)
         copies_dispatch, copies_finish = copies.dispatch, copies.finish
         blocks_dispatch, batch_end = blocks.dispatch, blocks.batch_end
         # The loop reads one row past the program: a host call that is never fast, and the cost
@@ -461,27 +458,11 @@ class _Run(RunState):
                     # on a stream with nothing new to wait for): this runs once per op, for
                     # call after call until the next device event or other work at t.
                     while True:
-                        k = kind_l[i]
-                        s = stream_l[i]
-                        tail[s] = i
-                        if k == EVENT_WAIT:
-                            r = last_record.get(event_of[i], -1)
-                            if r >= 0:  # else it waits for its stream predecessor only
-                                p = prev[i]
-                                deps_of[i] = (p, r) if p >= 0 else (r,)
-                                event_edges[s].append(r)  # drawn from the next op of the stream
-                        else:
-                            waited = event_edges[s]
-                            if waited:  # the "event" edges of the waits just before it
-                                for r in waited:
-                                    dep_src(r)
-                                    dep_dst(i)
-                                    dep_kind(_EVENT_DEP)
-                                event_edges[s] = []
-                            if k == EVENT_RECORD:
-                                last_record[event_of[i]] = i
+                        # What it waits for is its stream predecessor, or for an event wait as
+                        # RunState._event_tables set (which also drew the event edges).
+                        tail[stream_l[i]] = i
                         q = queue_l[i]
-                        ready_at[i] = ready = t + latency[k]
+                        ready_at[i] = ready = t + latency[kind_l[i]]
                         queued = queue_len[q]
                         if queued:  # behind other ops: it leaves when they have
                             queue_len[q] = queued + 1

@@ -44,6 +44,8 @@ INF = 1 << 62  # the host's time while it waits, or when it is done
 NEVER = 1 << 63  # the heap sentinel's time: later than the host, even past INF
 _DEP = {k: n for n, k in enumerate(DEP_KINDS)}
 EVENT_WAIT, EVENT_RECORD, KERNEL = K["event_wait"], K["event_record"], K["kernel"]
+EVENT_SYNC = K["event_sync"]
+
 
 
 def _next_in_queue(q: np.ndarray) -> array:
@@ -93,9 +95,10 @@ class RunState:
     __slots__ = (
         "plan", "preset", "n", "progress", "cancel", "issue_end", "start", "end", "columns", "done",
         "engine", "deps", "heap", "next_seq", "copies", "blocks", "compute_engine", "copy_pools",
-        "queue_head", "queue_len", "next_in_queue", "deps_of", "prev_array", "prev_in_stream", "ready_at", "queue_last_stream", "queue_prev_pop", "queue_prev_pop_t", "launch_latency",
+        "queue_head", "queue_len", "next_in_queue", "deps_of", "prev_array", "prev_in_stream",
+        "ready_at", "queue_last_stream", "queue_prev_pop", "queue_prev_pop_t", "launch_latency",
         "track_queue_delay", "waiters", "todo", "tail", "covered", "seen_default", "seen_barrier",
-        "event_edges", "quiet", "last_default", "barrier_id", "barrier_ops", "last_record",
+        "quiet", "last_default", "barrier_id", "barrier_ops", "record_of",
         "host_i", "host_t", "host_wait", "dirty", "signal_delay", "groups", "last_kernel",
         "kernel_tail", "sync_return", "dep_latency", "origin", "call_gap",
     )  # fmt: skip
@@ -175,14 +178,14 @@ class RunState:
         self.covered = [-1] * n_streams  # tail of each blocking stream the default stream waited on
         self.seen_default = [-1] * n_streams
         self.seen_barrier = [0] * n_streams
-        self.event_edges: list[list[int]] = [[] for _ in range(n_streams)]
-        # True: the stream's next op needs only stream order and the event edges of the waits
-        # just before it (the simulator's fast path).
+        # True: the stream's next op waits only for its stream predecessor (and, for an event
+        # wait, its record): the simulator's fast path.
         self.quiet = [False] * n_streams
         self.last_default = -1
         self.barrier_id = 0
         self.barrier_ops: list[int] = []
-        self.last_record: dict[str, int] = {}
+        # Per event_wait / event_sync op: the event_record it waits for (none: not there).
+        self.record_of = self._event_tables()
         self.host_i = 0  # next op whose call takes effect at host_t
         # plan.cost includes the host's gap before each call; the first call has none.
         self.call_gap = round(preset.host_call_gap_us * 1000.0)
@@ -219,12 +222,9 @@ class RunState:
         plan, edge = self.plan, self.edge
         deps = [p] if p >= 0 else []
         if kind == EVENT_WAIT:
-            r = self.last_record.get(plan.event[i], -1)
+            r = self.record_of.get(i, -1)
             if r >= 0:
                 deps.append(r)
-                self.event_edges[s].append(r)
-        elif self.event_edges[s]:
-            self.flush_event_edges(i, s)
         klass = plan.stream_class[s]
         if klass == STREAM_LEGACY:
             for b, c in enumerate(plan.stream_class):
@@ -252,11 +252,60 @@ class RunState:
         self.quiet[s] = klass != STREAM_LEGACY
         return tuple(deps)
 
-    def flush_event_edges(self, i: int, s: int) -> None:
-        """Draw the "event" edges of the waits just before op ``i`` in stream ``s``."""
-        for r in self.event_edges[s]:
-            self.edge(r, i, "event")
-        self.event_edges[s] = []
+    def _event_tables(self) -> dict[int, int]:
+        """The record each event_wait and event_sync op waits for: the most recent
+        event_record of its event before it in the program (records are enqueued in program
+        order, so this is fixed before the simulation). Also sets the dependencies of the
+        waits (their stream predecessor and that record) and draws the "event" edges, each from
+        the record to the first op after the wait in its stream (not itself a wait)."""
+        plan, n = self.plan, self.n
+        if not n:
+            return {}
+        kinds = plan.arrays["kind"]
+        rows = np.flatnonzero(
+            (kinds == EVENT_RECORD) | (kinds == EVENT_WAIT) | (kinds == EVENT_SYNC)
+        )
+        if not len(rows):
+            return {}
+        after = np.full(n, -1, dtype=np.int64)  # the next enqueued op of the stream
+        has_prev = self.prev_array >= 0
+        after[self.prev_array[has_prev]] = np.flatnonzero(has_prev)
+        rows_l = rows.tolist()
+        prev, deps_of = self.prev_in_stream, self.deps_of
+        record_of: dict[int, int] = {}
+        last: dict[str | None, int] = {}
+        waits: list[int] = []  # waits with a record, and their records
+        records: list[int] = []
+        events = map(plan.event.__getitem__, rows_l)
+        for i, k, e in zip(rows_l, kinds[rows].tolist(), events, strict=False):
+            if k == EVENT_RECORD:
+                last[e] = i
+                continue
+            r = last.get(e, -1)
+            if r >= 0:
+                record_of[i] = r
+                if k == EVENT_WAIT:
+                    p = prev[i]
+                    deps_of[i] = (p, r) if p >= 0 else (r,)
+                    waits.append(i)
+                    records.append(r)
+        if waits:
+            # Each wait's edge goes to the next op of its stream that is not a wait.
+            wait_rows, record_rows = np.asarray(waits), np.asarray(records)
+            target = after[wait_rows]
+            chained = np.flatnonzero((target >= 0) & (kinds[np.maximum(target, 0)] == EVENT_WAIT))
+            for k in chained.tolist():  # rare: waits back to back
+                x = int(target[k])
+                while x >= 0 and kinds[x] == EVENT_WAIT:
+                    x = int(after[x])
+                target[k] = x
+            drawn = target >= 0
+            # In the order the ops they point to are issued, each op's in the order of its waits.
+            order = np.argsort(target[drawn], kind="stable")
+            self.deps[0].extend(record_rows[drawn][order].tolist())
+            self.deps[1].extend(target[drawn][order].tolist())
+            self.deps[2].extend([_DEP["event"]] * int(drawn.sum()))
+        return record_of
 
     def set_barrier(self) -> None:
         """Device-wide implicit synchronisation: later work waits for all work issued so far."""
@@ -298,7 +347,7 @@ class RunState:
             s = plan.stream[i]
             wait = [self.tail[s]] if s >= 0 and self.tail[s] >= 0 else []
         elif h == WAIT_EVENT:
-            r = self.last_record.get(plan.event[i], -1)
+            r = self.record_of.get(i, -1)
             wait = [r] if r >= 0 else []
         elif h == WAIT_ALL:
             wait = [x for x in self.tail if x >= 0]
@@ -348,15 +397,11 @@ class RunState:
         plan = self.plan
         s, kind = plan.stream[i], plan.kind[i]
         p = self.tail[s]
-        if self.quiet[s] and kind != EVENT_WAIT and not self.event_edges[s]:
-            deps: tuple[int, ...] = (p,) if p >= 0 else ()
-        else:
-            deps = self.stream_deps(i, s, kind, p)
+        if not self.quiet[s]:
+            self.deps_of[i] = self.stream_deps(i, s, kind, p)
+        # else: only its stream predecessor, or as _event_tables set for a wait
         self.tail[s] = i
-        if kind == EVENT_RECORD:
-            self.last_record[plan.event[i]] = i
         q = plan.queue[i]
-        self.deps_of[i] = deps
         self.ready_at[i] = t + self.launch_latency[kind]
         queued = self.queue_len[q]
         self.queue_len[q] = queued + 1
