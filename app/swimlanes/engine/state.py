@@ -8,7 +8,6 @@ and puts each enqueued op, with the ops it must wait for, on its hardware queue;
 from __future__ import annotations
 
 import itertools
-from array import array
 
 import numpy as np
 
@@ -47,15 +46,32 @@ EVENT_WAIT, EVENT_RECORD, KERNEL = K["event_wait"], K["event_record"], K["kernel
 EVENT_SYNC = K["event_sync"]
 
 
+def _last_records(rows: np.ndarray, kinds: np.ndarray, events: list, n: int) -> np.ndarray:
+    """For each of ``rows`` (event ops of kinds ``kinds``, in program order), the latest
+    event_record of the same event (``events`` names them per op) up to it; -1 if none."""
+    names: dict[str | None, int] = {}
+    ids = map(names.setdefault, map(events.__getitem__, rows.tolist()), itertools.count())
+    event = np.fromiter(ids, dtype=np.int64, count=len(rows))
+    order = np.argsort(event, kind="stable")  # by event, in program order within one
+    grouped, row = event[order], rows[order]
+    # The running maximum of (event, record row) keys is, within an event's group, its latest
+    # record so far; the group's floor key (event, -1) is above every earlier group's keys.
+    span = n + 1
+    key = np.where(kinds[order] == EVENT_RECORD, grouped * span + row, grouped * span - 1)
+    latest = np.maximum.accumulate(key) - grouped * span
+    out = np.empty(len(rows), dtype=np.int64)
+    out[order] = latest
+    return out
 
-def _next_in_queue(q: np.ndarray) -> array:
+
+def _next_in_queue(q: np.ndarray) -> np.ndarray:
     """Per op, the next op (in program order) of its hardware queue ``q``, or -1."""
     nxt = np.full(len(q), -1, dtype=np.int64)
     order = np.argsort(q, kind="stable")
     same = q[order[1:]] == q[order[:-1]]
     nxt[order[:-1][same]] = order[1:][same]
     nxt[q < 0] = -1
-    return array("q", nxt.tobytes())
+    return nxt
 
 
 def _dependency_latency(plan: Plan, preset: DevicePreset) -> tuple[list[int] | None, list[int]]:
@@ -138,7 +154,6 @@ class RunState:
         # should cost as few scattered objects as possible.
         self.queue_head = [-1] * plan.queue_count
         self.queue_len = [0] * plan.queue_count
-        self.next_in_queue = _next_in_queue(plan.arrays.get("queue", np.zeros(0, np.int32)))
         # What each queued op waits for: None when that is only its stream predecessor
         # (prev_in_stream, -1 if none), which the fast path of the loop leaves implicit.
         self.deps_of: list[tuple[int, ...] | None] | None = [None] * n
@@ -147,6 +162,13 @@ class RunState:
             stream_predecessors(arrays["stream"], arrays["run"]) if n else np.zeros(0, np.int64)
         )
         self.prev_in_stream = memoryview(self.prev_array)
+        next_in_stream = np.full(n, -1, dtype=np.int64)
+        has_prev = self.prev_array >= 0
+        next_in_stream[self.prev_array[has_prev]] = np.flatnonzero(has_prev)
+        # With one stream per queue, a queue's next op is its stream's next op.
+        self.next_in_queue = memoryview(
+            _next_in_queue(arrays["queue"]) if plan.shared_queues and n else next_in_stream
+        )
         # When each queued op may leave its queue: raw, as it is read long after it is written.
         self.ready_at = memoryview(np.full(n, NO_TIME, np.int64))
         self.queue_last_stream = [-1] * plan.queue_count
@@ -185,7 +207,7 @@ class RunState:
         self.barrier_id = 0
         self.barrier_ops: list[int] = []
         # Per event_wait / event_sync op: the event_record it waits for (none: not there).
-        self.record_of = self._event_tables()
+        self.record_of = self._event_tables(next_in_stream)
         self.host_i = 0  # next op whose call takes effect at host_t
         # plan.cost includes the host's gap before each call; the first call has none.
         self.call_gap = round(preset.host_call_gap_us * 1000.0)
@@ -252,12 +274,13 @@ class RunState:
         self.quiet[s] = klass != STREAM_LEGACY
         return tuple(deps)
 
-    def _event_tables(self) -> dict[int, int]:
+    def _event_tables(self, after: np.ndarray) -> dict[int, int]:
         """The record each event_wait and event_sync op waits for: the most recent
         event_record of its event before it in the program (records are enqueued in program
         order, so this is fixed before the simulation). Also sets the dependencies of the
         waits (their stream predecessor and that record) and draws the "event" edges, each from
-        the record to the first op after the wait in its stream (not itself a wait)."""
+        the record to the first op after the wait in its stream (not itself a wait). ``after``
+        is each op's next enqueued op of its stream (-1: none)."""
         plan, n = self.plan, self.n
         if not n:
             return {}
@@ -267,45 +290,41 @@ class RunState:
         )
         if not len(rows):
             return {}
-        after = np.full(n, -1, dtype=np.int64)  # the next enqueued op of the stream
-        has_prev = self.prev_array >= 0
-        after[self.prev_array[has_prev]] = np.flatnonzero(has_prev)
-        rows_l = rows.tolist()
-        prev, deps_of = self.prev_in_stream, self.deps_of
-        record_of: dict[int, int] = {}
-        last: dict[str | None, int] = {}
-        waits: list[int] = []  # waits with a record, and their records
-        records: list[int] = []
-        events = map(plan.event.__getitem__, rows_l)
-        for i, k, e in zip(rows_l, kinds[rows].tolist(), events, strict=False):
-            if k == EVENT_RECORD:
-                last[e] = i
-                continue
-            r = last.get(e, -1)
-            if r >= 0:
-                record_of[i] = r
-                if k == EVENT_WAIT:
-                    p = prev[i]
-                    deps_of[i] = (p, r) if p >= 0 else (r,)
-                    waits.append(i)
-                    records.append(r)
-        if waits:
-            # Each wait's edge goes to the next op of its stream that is not a wait.
-            wait_rows, record_rows = np.asarray(waits), np.asarray(records)
-            target = after[wait_rows]
-            chained = np.flatnonzero((target >= 0) & (kinds[np.maximum(target, 0)] == EVENT_WAIT))
-            for k in chained.tolist():  # rare: waits back to back
-                x = int(target[k])
-                while x >= 0 and kinds[x] == EVENT_WAIT:
-                    x = int(after[x])
-                target[k] = x
-            drawn = target >= 0
-            # In the order the ops they point to are issued, each op's in the order of its waits.
-            order = np.argsort(target[drawn], kind="stable")
-            self.deps[0].extend(record_rows[drawn][order].tolist())
-            self.deps[1].extend(target[drawn][order].tolist())
-            self.deps[2].extend([_DEP["event"]] * int(drawn.sum()))
+        record = _last_records(rows, kinds[rows], plan.event, n)
+        asks = (kinds[rows] != EVENT_RECORD) & (record >= 0)  # waits and syncs with a record
+        record_of = dict(zip(rows[asks].tolist(), record[asks].tolist(), strict=True))
+        waits = asks & (kinds[rows] == EVENT_WAIT)
+        wait_rows, record_rows = rows[waits], record[waits]
+        if len(wait_rows):
+            # A wait waits for its stream predecessor (if any) and the record.
+            pred = self.prev_array[wait_rows]
+            deps = list(zip(pred.tolist(), record_rows.tolist(), strict=True))
+            for k in np.flatnonzero(pred < 0).tolist():
+                deps[k] = (deps[k][1],)
+            deps_of = self.deps_of
+            for w, d in zip(wait_rows.tolist(), deps, strict=True):
+                deps_of[w] = d
+            self._draw_event_edges(wait_rows, record_rows, after)
         return record_of
+
+    def _draw_event_edges(
+        self, wait_rows: np.ndarray, record_rows: np.ndarray, after: np.ndarray
+    ) -> None:
+        """Each wait's "event" edge, from its record to the next op of its stream that is not
+        a wait, in the order those ops are issued (and of the waits, for one op)."""
+        kinds = self.plan.arrays["kind"]
+        target = after[wait_rows]
+        chained = np.flatnonzero((target >= 0) & (kinds[np.maximum(target, 0)] == EVENT_WAIT))
+        for k in chained.tolist():  # rare: waits back to back
+            x = int(target[k])
+            while x >= 0 and kinds[x] == EVENT_WAIT:
+                x = int(after[x])
+            target[k] = x
+        drawn = target >= 0
+        order = np.argsort(target[drawn], kind="stable")
+        self.deps[0].extend(record_rows[drawn][order].tolist())
+        self.deps[1].extend(target[drawn][order].tolist())
+        self.deps[2].extend([_DEP["event"]] * int(drawn.sum()))
 
     def set_barrier(self) -> None:
         """Device-wide implicit synchronisation: later work waits for all work issued so far."""
