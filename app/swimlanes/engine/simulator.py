@@ -456,7 +456,9 @@ class _Run(RunState):
                 else:
                     # Inlined fast path of host_step + enqueue + stream_deps (a plain async call
                     # on a stream with nothing new to wait for): this runs once per op, for
-                    # call after call until the next device event or other work at t.
+                    # call after call until the next device event or other work at t. (Only a
+                    # call at the head of its queue can give the engines work: stop after it.)
+                    stop = self.dirty != 0
                     while True:
                         # What it waits for is its stream predecessor, or for an event wait as
                         # RunState._event_tables set (which also drew the event edges).
@@ -467,6 +469,7 @@ class _Run(RunState):
                         if queued:  # behind other ops: it leaves when they have
                             queue_len[q] = queued + 1
                         else:  # the head of its queue: drain's examination, inlined
+                            stop = True
                             deps = deps_of[i]
                             if deps is None:
                                 p = prev[i]
@@ -505,8 +508,12 @@ class _Run(RunState):
                         issue_end[i] = t
                         i += 1
                         next_t = t + cost_l[i]
-                        if (next_t > heap[0][0] or todo or self.dirty or host_l[i] != ENQ
-                                or not quiet[stream_l[i]]):  # fmt: skip
+                        if (
+                            stop
+                            or next_t > heap[0][0]
+                            or host_l[i] != ENQ
+                            or not quiet[stream_l[i]]
+                        ):
                             break
                         t = next_t
                     self.host_i = i
