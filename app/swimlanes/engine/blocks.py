@@ -55,6 +55,8 @@ class SmWork:
     max_resident: int  # SMs x residency: blocks of this kernel that fit at once
     block_ns: float  # fractional so that waves of a duration_us kernel add up exactly
     tail_ns: int = 0  # kernel overhead: the last batch dispatched lasts this much longer
+    #: Its first batch if it starts alone on idle SMs (see BlockScheduler.first_batch_alone).
+    alone: tuple[int, int, float, int] | None = None
     resident: int = 0
     carry: float = 0.0
     started: bool = False
@@ -143,9 +145,36 @@ class BlockScheduler:
         if sms != self.occupancy_sms[-1]:
             self._record_occupancy(t, sms)
 
+    def first_batch_alone(self, shape: tuple[int, int, int, float], tail_ns: int) -> tuple:
+        """(blocks, duration ns, rounding carried, SMs busy) of the first batch of a kernel of
+        ``shape`` (blocks, slots per block, resident limit, ns per block) that starts alone on
+        idle SMs: _start_alone's arithmetic, done once per shape."""
+        n_blocks, cost, max_resident, block_ns = shape
+        fit = min(self.slots // cost, n_blocks, max_resident)
+        d = block_ns + 0.0
+        di = max(1, round(d))
+        carry = d - di
+        if n_blocks == fit:
+            di += tail_ns
+        by_slots = -(-(fit * cost) // self.slots_per_sm)
+        sms = min(max(min(fit, self.sm_count), by_slots), self.sm_count)
+        return fit, di, carry, sms
+
     def _start_alone(self, w: SmWork, t: int) -> None:
         """dispatch() when ``w`` is the only kernel and the SMs are idle (kernels that run
         one after another): the same steps, without the pass over other kernels."""
+        if w.alone is not None and not w.started:  # its first batch, worked out per shape
+            fit, di, w.carry, sms = w.alone
+            w.started = True
+            self.resident_kernels += 1
+            self._start[w.op] = t
+            self.free -= fit * w.cost
+            w.resident = fit
+            w.remaining -= fit
+            heappush(self._heap, (t + di, self._seq(), EV_BATCH, w, fit))
+            if sms != self.occupancy_sms[-1]:
+                self._record_occupancy(t, sms)
+            return
         fit = self.slots // w.cost
         remaining = w.remaining
         if remaining < fit:

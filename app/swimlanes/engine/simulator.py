@@ -285,13 +285,20 @@ class _Run(RunState):
         kernel, stream, priority = plan.kernel, plan.stream, plan.priority
         add, pending, group_kernel = blocks.add, blocks.pending, self.group_kernel
         signal_delay, tail, compute = self.signal_delay, self.kernel_tail, self.compute_engine
+        first_alone: dict[int, tuple] = {}  # per kernel shape (plan shares one tuple per shape)
 
         def to_kernel(i: int, t: int) -> None:
-            n_blocks, cost, max_res, block_ns = kernel[i]
+            shape = kernel[i]
+            alone = first_alone.get(id(shape))
+            if alone is None:
+                alone = first_alone[id(shape)] = blocks.first_batch_alone(shape, tail)
             s = stream[i]
             if signal_delay:
                 group_kernel(i, s)
-            work = SmWork(i, priority[s], next_seq(), n_blocks, cost, max_res, block_ns, tail)
+            n_blocks, cost, max_res, block_ns = shape
+            work = SmWork(
+                i, priority[s], next_seq(), n_blocks, cost, max_res, block_ns, tail, alone
+            )
             if pending:
                 add(work)
             else:  # add()'s outcome when nothing else is on the SMs
