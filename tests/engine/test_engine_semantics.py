@@ -168,6 +168,36 @@ def test_event_wait_uses_the_record_issued_before_it() -> None:
     assert tl.start[5] == 1 * MS
 
 
+def test_back_to_back_waits_each_hold_the_next_op_and_draw_their_edge_to_it() -> None:
+    streams = [Stream("s1"), Stream("s2"), Stream("s3")]
+    program = [
+        kernel("s1", 2),
+        Op("event_record", stream="s1", event="a"),
+        kernel("s2", 3),
+        Op("event_record", stream="s2", event="b"),
+        Op("event_wait", stream="s3", event="a"),
+        Op("event_wait", stream="s3", event="b"),
+        kernel("s3", 1),
+        Op("event_record", stream="s1", event="a"),  # after the waits: not theirs
+    ]
+    tl = simulate(pipe(streams, *program), IDEAL)
+    assert span(tl, 6) == (3 * MS, 4 * MS)  # the later of the two records
+    assert deps_of(tl, "event") == {(1, 6), (3, 6)}
+
+
+def test_event_sync_waits_for_the_record_issued_before_it() -> None:
+    program = [
+        kernel("s1", 1),
+        Op("event_record", stream="s1", event="e"),
+        kernel("s2", 4),
+        Op("event_record", stream="s2", event="e"),
+        Op("event_sync", event="e"),
+        Op("host", duration_us=1.0),
+    ]
+    tl = simulate(pipe(S12, *program), IDEAL)
+    assert int(tl.issue_end[4]) == 4 * MS  # the second record (s2's kernel), not the first
+
+
 # -- 3. legacy default stream and implicit synchronisation --------------------------------------
 @pytest.mark.parametrize(("kind", "serialised"), [("blocking", True), ("non_blocking", False)])
 def test_legacy_default_stream_barrier(kind: str, serialised: bool) -> None:
