@@ -108,6 +108,11 @@ class CopyEngines:
         fixed = preset.bidirectional_overhead_us
         fixed_d2h = preset.bidirectional_overhead_d2h_us
         self._fixed = (fixed * 1000.0, (fixed if fixed_d2h is None else fixed_d2h) * 1000.0)
+        #: The fixed cost of each direction at its slowed speed (_start_against adds it).
+        self._fixed_slowed = (
+            self._fixed[H2D] / self._slowed[H2D],
+            self._fixed[D2H] / self._slowed[D2H],
+        )
         self._fluid = self._fluid or self._slowed[D2H] > 1.0 or any(self._fixed)
         for k, e in enumerate(self.engines):
             e.index = k
@@ -178,7 +183,7 @@ class CopyEngines:
         direction, heap, seq = e.direction, self._heap, self._seq
         factor = self._slowed[direction]
         e.contended = True
-        e.remaining += self._fixed[direction] / factor
+        e.remaining += self._fixed_slowed[direction]
         e.factor = factor
         e.version += 1
         e_end = t + max(0, round(e.remaining * factor))
@@ -186,7 +191,7 @@ class CopyEngines:
         extra = 0.0
         if not o.contended:
             o.contended = True
-            extra = self._fixed[1 - direction] / o_factor
+            extra = self._fixed_slowed[1 - direction]
         old = o.factor
         if o_factor == old and not extra:
             heappush(heap, (e_end, seq(), EV_COPY, e, e.version))

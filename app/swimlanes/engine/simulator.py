@@ -471,12 +471,13 @@ class _Run(RunState):
                         # RunState._event_tables set (which also drew the event edges).
                         tail[stream_l[i]] = i
                         q = queue_l[i]
-                        ready_at[i] = ready = t + latency[kind_l[i]]
+                        ready_at[i] = t + latency[kind_l[i]]
                         queued = queue_len[q]
                         if queued:  # behind other ops: it leaves when they have
                             queue_len[q] = queued + 1
                         else:  # the head of its queue: drain's examination, inlined
                             stop = True
+                            ready = ready_at[i]
                             deps = deps_of[i]
                             if deps is None:
                                 p = prev[i]
@@ -515,12 +516,8 @@ class _Run(RunState):
                         issue_end[i] = t
                         i += 1
                         next_t = t + cost_l[i]
-                        if (
-                            stop
-                            or next_t > heap[0][0]
-                            or host_l[i] != ENQ
-                            or not quiet[stream_l[i]]
-                        ):
+                        # (The heap changes only under a head, which stops the run: te holds.)
+                        if stop or next_t > te or host_l[i] != ENQ or not quiet[stream_l[i]]:
                             break
                         t = next_t
                     self.host_i = i

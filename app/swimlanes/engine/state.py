@@ -95,12 +95,16 @@ def _dependency_latency(plan: Plan, preset: DevicePreset) -> tuple[list[int] | N
     ]
     h2d, shared = K["h2d"], preset.shared_copy_engine
     by_run = {RUN_KERNEL: 0, RUN_SM: 0, RUN_CALLBACK: 3}
-    # An op's class follows from its kind: worked out per kind, then mapped (at C speed).
-    by_kind = [
-        (1 if k == h2d or shared else 2) if run_of(k) == RUN_COPY else by_run.get(run_of(k), -1)
-        for k in range(len(K))
-    ]
-    return table, list(map(by_kind.__getitem__, plan.kind))
+    # An op's class follows from its kind: worked out per kind, then gathered by numpy.
+    by_kind = np.asarray(
+        [
+            (1 if k == h2d or shared else 2) if run_of(k) == RUN_COPY else by_run.get(run_of(k), -1)
+            for k in range(len(K))
+        ],
+        dtype=np.int64,
+    )
+    kinds = plan.arrays.get("kind", np.zeros(0, np.int8))
+    return table, by_kind[kinds].tolist()
 
 
 class RunState:
