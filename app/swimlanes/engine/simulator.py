@@ -448,7 +448,9 @@ class _Run(RunState):
         # per-call path needs no test for the end. Without the fast path no call is fast.
         host_l = [*host_l, _END] if plain else [_END] * (self.n + 1)
         cost_l = [*cost_l, INF]
-        steps = 0
+        # Cancel and progress are polled about every 4096 steps: device events (counted by the
+        # sequence number of the last one popped), drains and blocking host calls.
+        seq = steps = poll_at = 0
         n = max(1, self.n)
         next_report = 0
         while True:
@@ -460,6 +462,7 @@ class _Run(RunState):
                     if t >= INF:  # the host is done (or waits) and so is the device
                         break
                     host_step(t)
+                    steps += 1
                 else:
                     # Inlined fast path of host_step + enqueue + stream_deps (a plain async call
                     # on a stream with nothing new to wait for): this runs once per op, for
@@ -525,7 +528,7 @@ class _Run(RunState):
                     if not (todo or self.dirty):
                         continue  # nothing else to do at t
             else:
-                t, _, tag, a, b = heappop(heap)
+                t, seq, tag, a, b = heappop(heap)
                 if tag == EV_TIMER:
                     queued = queue_len[a]
                     if b >= 0 and queued and queue_head[a] == b:
@@ -577,6 +580,7 @@ class _Run(RunState):
                     finish(a, t)
             if todo:
                 drain(t)
+                steps += 1
             if self.dirty and heap[0][0] > t and self.host_t > t:
                 # Nothing else happens at t: let idle engines pick their next work (copy
                 # engines only if a copy is ready: most copy ends leave nothing to start).
@@ -586,8 +590,8 @@ class _Run(RunState):
                     copies_dispatch(t)
                 if dirty & _BLOCKS:
                     blocks_dispatch(t)
-            steps += 1
-            if not steps & 4095:
+            if seq + steps >= poll_at:
+                poll_at = seq + steps + 4096
                 next_report = self.poll(next_report, n)
 
     def poll(self, next_report: int, n: int) -> int:
