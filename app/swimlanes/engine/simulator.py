@@ -148,9 +148,10 @@ class _Run(RunState):
         table[RUN_CALLBACK] = self.to_callback
         return table
 
-    def make_drain(self) -> Callable[[int], None]:
+    def make_drain(self) -> tuple[Callable[[int], None], Callable[[int, int], None]]:
         """The function that lets every queue on the to-do list send its runnable head ops to
-        their engines (a closure: it runs once per op, and this saves its set-up)."""
+        their engines, and the one that does so for one queue (closures: they run once per
+        op, and this saves their set-up)."""
         todo, done, waiters = self.todo, self.done, self.waiters
         queue_head, queue_len, next_in_queue = self.queue_head, self.queue_len, self.next_in_queue
         deps_of, ready_at, prev = self.deps_of, self.ready_at, self.prev_in_stream
@@ -175,76 +176,80 @@ class _Run(RunState):
                 return a if done[a] >= done[b] else b
             return max(deps, key=done.__getitem__)
 
+        def examine(q: int, t: int) -> None:
+            """Send queue q's runnable head ops to their engines, from the head on."""
+            while queue_len[q] > 0:
+                i = queue_head[q]
+                ready = ready_at[i]
+                deps = deps_of[i]
+                if deps is None:  # it waits for its stream predecessor alone (if any)
+                    d = prev[i]
+                    td = done[d] if d >= 0 else 0
+                    if td < 0:
+                        deps = (d,)  # blocked on d: the general examination says so
+                    elif lat is not None and d >= 0:
+                        row = origin[i] + 1
+                        if row:  # runs on an engine: wait out the dependency's latency
+                            td += lat[(origin[d] + 1) * 5 + row]
+                            if td > ready:
+                                ready = td
+                        else:  # an event op: takes the engine class of what released it
+                            origin[i] = origin[d]
+                        deps = ()
+                    else:
+                        deps = ()
+                for d in deps:
+                    if done[d] < 0:
+                        break
+                else:
+                    if lat is not None and deps:
+                        row = origin[i] + 1
+                        if row:  # runs on an engine: wait out each dependency's latency
+                            for d in deps:
+                                td = done[d] + lat[(origin[d] + 1) * 5 + row]
+                                if td > ready:
+                                    ready = td
+                        else:  # an event op: takes the engine class of what released it
+                            origin[i] = origin[last_done(deps)]
+                    if ready > t:  # its dependencies are done: ready is exact
+                        hint = i if one_stream and run_of[i] <= RUN_KERNEL else -1
+                        heappush(heap, (ready, next_seq(), EV_TIMER, q, hint))
+                        break
+                    left = queue_len[q] - 1  # i leaves the queue
+                    queue_len[q] = left
+                    if left:
+                        queue_head[q] = next_in_queue[i]
+                    if track:
+                        note_queue_delay(q, i, ready, t)
+                    run = run_of[i]
+                    if run == RUN_INSTANT and inline_instant:
+                        start[i] = end[i] = done[i] = t
+                        ws = waiters[i]
+                        if ws is not None:
+                            waiters[i] = None
+                            todo.extend(ws)
+                        continue
+                    to_engine[run](i, t)
+                    if not (one_stream and left and done[i] < 0):
+                        continue
+                    d = i
+                w = waiters[d]  # re-examine q when d completes
+                if w is None:
+                    waiters[d] = [q]
+                else:
+                    w.append(q)
+                break
+
         def drain(t: int) -> None:
             while todo:
                 q = todo.pop()
                 if q == HOST:
                     if self.host_wait is not None:
                         check_host(t)
-                    continue
-                while queue_len[q] > 0:
-                    i = queue_head[q]
-                    ready = ready_at[i]
-                    deps = deps_of[i]
-                    if deps is None:  # it waits for its stream predecessor alone (if any)
-                        d = prev[i]
-                        td = done[d] if d >= 0 else 0
-                        if td < 0:
-                            deps = (d,)  # blocked on d: the general examination says so
-                        elif lat is not None and d >= 0:
-                            row = origin[i] + 1
-                            if row:  # runs on an engine: wait out the dependency's latency
-                                td += lat[(origin[d] + 1) * 5 + row]
-                                if td > ready:
-                                    ready = td
-                            else:  # an event op: takes the engine class of what released it
-                                origin[i] = origin[d]
-                            deps = ()
-                        else:
-                            deps = ()
-                    for d in deps:
-                        if done[d] < 0:
-                            break
-                    else:
-                        if lat is not None and deps:
-                            row = origin[i] + 1
-                            if row:  # runs on an engine: wait out each dependency's latency
-                                for d in deps:
-                                    td = done[d] + lat[(origin[d] + 1) * 5 + row]
-                                    if td > ready:
-                                        ready = td
-                            else:  # an event op: takes the engine class of what released it
-                                origin[i] = origin[last_done(deps)]
-                        if ready > t:  # its dependencies are done: ready is exact
-                            hint = i if one_stream and run_of[i] <= RUN_KERNEL else -1
-                            heappush(heap, (ready, next_seq(), EV_TIMER, q, hint))
-                            break
-                        left = queue_len[q] - 1  # i leaves the queue
-                        queue_len[q] = left
-                        if left:
-                            queue_head[q] = next_in_queue[i]
-                        if track:
-                            note_queue_delay(q, i, ready, t)
-                        run = run_of[i]
-                        if run == RUN_INSTANT and inline_instant:
-                            start[i] = end[i] = done[i] = t
-                            ws = waiters[i]
-                            if ws is not None:
-                                waiters[i] = None
-                                todo.extend(ws)
-                            continue
-                        to_engine[run](i, t)
-                        if not (one_stream and left and done[i] < 0):
-                            continue
-                        d = i
-                    w = waiters[d]  # re-examine q when d completes
-                    if w is None:
-                        waiters[d] = [q]
-                    else:
-                        w.append(q)
-                    break
+                else:
+                    examine(q, t)
 
-        return drain
+        return drain, examine
 
     def note_queue_delay(self, q: int, i: int, ready: int, t: int) -> None:
         """Record a "queue" dependency when another stream's op held op ``i`` (just leaving
@@ -345,7 +350,9 @@ class _Run(RunState):
             self.waiters[i] = None
             self.todo.extend(ws)
 
-    def make_release(self) -> Callable[[int, list[int], int], None]:
+    def make_release(
+        self, examine: Callable[[int, int], None]
+    ) -> Callable[[int, list[int], int], None]:
         """The function that lets op ``i``, just done at ``t``, release the waiting queues
         ``ws`` when the preset has dependency latencies: each is examined when its head's
         latency on ``i`` has passed (at once if there is none), so that the usual wait costs
@@ -353,7 +360,9 @@ class _Run(RunState):
         may start: a wake-up here is never too late, only possibly early.) When the head's
         dependencies are all done and it may start by then, the wake-up carries it as a hint
         and the loop sends it to its engine without the examination (only with one stream per
-        queue: else drain records how the head left). A closure: it runs once per op."""
+        queue: else drain records how the head left). A single waiting queue whose head may go
+        at once is examined here and now (``examine``), which is what the drain at the end of
+        this step would do first. A closure: it runs once per op."""
         lat, origin, todo = self.dep_latency, self.origin, self.todo
         queue_head, queue_len, deps_of, ready_at, prev = (
             self.queue_head, self.queue_len, self.deps_of, self.ready_at, self.prev_in_stream
@@ -393,6 +402,9 @@ class _Run(RunState):
                                         hint = head
                         heappush(heap, (when, next_seq(), EV_TIMER, q, hint))
                         continue
+                    if len(ws) == 1:
+                        examine(q, t)
+                        return
                 todo.append(q)
 
         return release
@@ -424,8 +436,8 @@ class _Run(RunState):
         go through host_step / drain / finish. See benchmarks/bench_engine.py.
         """
         heap, copies, blocks, todo = self.heap, self.copies, self.blocks, self.todo
-        host_step, drain, finish, to_engine = (
-            self.host_step, self.make_drain(), self.finish, self.engine_entries()
+        (drain, examine), host_step, finish, to_engine = (
+            self.make_drain(), self.host_step, self.finish, self.engine_entries()
         )  # fmt: skip
         plan = self.plan
         host_l, kind_l, stream_l, queue_l, cost_l, run_l = (
@@ -438,7 +450,9 @@ class _Run(RunState):
         plain = not (self.signal_delay or self.track_queue_delay)  # no grouping, no queue deps
         no_latency = self.dep_latency is None  # else ops with dependencies go through drain
         # Without dependency latencies the queues waiting for an op are examined at once.
-        release = self.make_release() if self.dep_latency is not None else _examine_at_once(todo)
+        release = (
+            self.make_release(examine) if self.dep_latency is not None else _examine_at_once(todo)
+        )
         dep_latency, origin, next_seq = self.dep_latency, self.origin, self.next_seq
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
         copies_dispatch, copies_finish = copies.dispatch, copies.finish
