@@ -75,29 +75,16 @@ from swimlanes.engine.plan import (
     plan_ops,
 )
 from swimlanes.engine.presets import DevicePreset, get_preset
+from swimlanes.engine.queues import EV_TIMER, QueueDrain, examine_at_once
 from swimlanes.engine.result import build_timeline
-from swimlanes.engine.state import HOST, INF, RunState
+from swimlanes.engine.state import INF
 from swimlanes.model.document import Pipeline
 from swimlanes.timeline.timeline import Timeline
 
-# Re-examine a queue head whose launch or dependency latency has passed: (t, seq, EV_TIMER,
-# queue, hint). A hint >= 0 is the queue's head op, which leaves exactly at t: its dependencies
-# were all done when the timer was set, and completion times never change, so drain's
-# examination would find it ready then; the loop skips that examination.
-EV_TIMER = 3
 EV_CALLBACK = 4  # a host function finished
 _END = -1  # host behaviour code of the row past the program (see _Run.loop)
 _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
-
-
-def _examine_at_once(todo: list[int]) -> Callable[[int, list[int], int], None]:
-    """The release function of presets without dependency latencies (see make_release)."""
-
-    def release(i: int, ws: list[int], t: int) -> None:
-        todo.extend(ws)
-
-    return release
 
 
 class SimulationCancelled(Exception):
@@ -132,8 +119,8 @@ def simulate(
     return build_timeline(run, pipeline.name)
 
 
-class _Run(RunState):
-    """One simulation: the queues' draining, the engines and the event loop."""
+class _Run(QueueDrain):
+    """One simulation: the engines and the event loop (the queues' draining is QueueDrain's)."""
 
     __slots__ = ()
 
@@ -147,128 +134,6 @@ class _Run(RunState):
         table[RUN_INSTANT] = self.finish_at_once
         table[RUN_CALLBACK] = self.to_callback
         return table
-
-    def make_drain(self) -> tuple[Callable[[int], None], Callable[[int, int], None]]:
-        """The function that lets every queue on the to-do list send its runnable head ops to
-        their engines, and the one that does so for one queue (closures: they run once per
-        op, and this saves their set-up)."""
-        todo, done, waiters = self.todo, self.done, self.waiters
-        queue_head, queue_len, next_in_queue = self.queue_head, self.queue_len, self.next_in_queue
-        deps_of, ready_at, prev = self.deps_of, self.ready_at, self.prev_in_stream
-        run_of, to_engine, check_host = self.plan.run, self.engine_entries(), self.check_host
-        track, heap, next_seq = self.track_queue_delay, self.heap, self.next_seq
-        note_queue_delay, start, end = self.note_queue_delay, self.start, self.end
-        # Event records and waits are done as they leave their queue; without completion
-        # groups that is finish(), inlined here because every third op or so is one.
-        inline_instant = not self.signal_delay
-        # Without shared queues each queue holds one stream, so the op behind one that just
-        # left waits for it (its first dependency): no need to look at it now.
-        one_stream = not track
-        lat, origin = self.dep_latency, self.origin  # see state._dependency_latency
-
-        def last_done(deps: tuple[int, ...]) -> int:
-            """The dependency done last (the first such: max()'s choice), spelled out for the
-            usual one or two."""
-            if len(deps) == 1:
-                return deps[0]
-            if len(deps) == 2:
-                a, b = deps
-                return a if done[a] >= done[b] else b
-            return max(deps, key=done.__getitem__)
-
-        def examine(q: int, t: int) -> None:
-            """Send queue q's runnable head ops to their engines, from the head on."""
-            while queue_len[q] > 0:
-                i = queue_head[q]
-                ready = ready_at[i]
-                deps = deps_of[i]
-                if deps is None:  # it waits for its stream predecessor alone (if any)
-                    d = prev[i]
-                    td = done[d] if d >= 0 else 0
-                    if td < 0:
-                        deps = (d,)  # blocked on d: the general examination says so
-                    elif lat is not None and d >= 0:
-                        row = origin[i] + 1
-                        if row:  # runs on an engine: wait out the dependency's latency
-                            td += lat[(origin[d] + 1) * 5 + row]
-                            if td > ready:
-                                ready = td
-                        else:  # an event op: takes the engine class of what released it
-                            origin[i] = origin[d]
-                        deps = ()
-                    else:
-                        deps = ()
-                for d in deps:
-                    if done[d] < 0:
-                        break
-                else:
-                    if lat is not None and deps:
-                        row = origin[i] + 1
-                        if row:  # runs on an engine: wait out each dependency's latency
-                            for d in deps:
-                                td = done[d] + lat[(origin[d] + 1) * 5 + row]
-                                if td > ready:
-                                    ready = td
-                        else:  # an event op: takes the engine class of what released it
-                            origin[i] = origin[last_done(deps)]
-                    if ready > t:  # its dependencies are done: ready is exact
-                        hint = i if one_stream and run_of[i] <= RUN_KERNEL else -1
-                        heappush(heap, (ready, next_seq(), EV_TIMER, q, hint))
-                        break
-                    left = queue_len[q] - 1  # i leaves the queue
-                    queue_len[q] = left
-                    if left:
-                        queue_head[q] = next_in_queue[i]
-                    if track:
-                        note_queue_delay(q, i, ready, t)
-                    run = run_of[i]
-                    if run == RUN_INSTANT and inline_instant:
-                        start[i] = end[i] = done[i] = t
-                        ws = waiters[i]
-                        if ws is not None:
-                            waiters[i] = None
-                            todo.extend(ws)
-                        continue
-                    to_engine[run](i, t)
-                    if not (one_stream and left and done[i] < 0):
-                        continue
-                    d = i
-                w = waiters[d]  # re-examine q when d completes
-                if w is None:
-                    waiters[d] = [q]
-                else:
-                    w.append(q)
-                break
-
-        def drain(t: int) -> None:
-            while todo:
-                q = todo.pop()
-                if q == HOST:
-                    if self.host_wait is not None:
-                        check_host(t)
-                else:
-                    examine(q, t)
-
-        return drain, examine
-
-    def note_queue_delay(self, q: int, i: int, ready: int, t: int) -> None:
-        """Record a "queue" dependency when another stream's op held op ``i`` (just leaving
-        ``q``; it could start at ``ready`` once its dependencies were done) back."""
-        s = self.plan.stream[i]
-        prev = self.queue_last_stream[q]
-        self.queue_last_stream[q] = s
-        if prev < 0 or prev == s or self.queue_prev_pop_t[q] != t:
-            self.queue_prev_pop[q] = i
-            self.queue_prev_pop_t[q] = t
-            return
-        deps = self.deps_of[i]
-        if deps is None:
-            deps = (self.prev_in_stream[i],) if self.prev_in_stream[i] >= 0 else ()
-        own = max(ready, max((self.done[d] for d in deps), default=0))
-        if own < t:
-            self.edge(self.queue_prev_pop[q], i, "queue")
-        self.queue_prev_pop[q] = i
-        self.queue_prev_pop_t[q] = t
 
     # -- engines: where an op goes when it leaves its hardware queue at t ------------------------
     def make_to_copy_engine(self) -> Callable[[int, int], None]:
@@ -350,65 +215,6 @@ class _Run(RunState):
             self.waiters[i] = None
             self.todo.extend(ws)
 
-    def make_release(
-        self, examine: Callable[[int, int], None]
-    ) -> Callable[[int, list[int], int], None]:
-        """The function that lets op ``i``, just done at ``t``, release the waiting queues
-        ``ws`` when the preset has dependency latencies: each is examined when its head's
-        latency on ``i`` has passed (at once if there is none), so that the usual wait costs
-        one wake-up, not an examination and a timer. (The examination recomputes when the head
-        may start: a wake-up here is never too late, only possibly early.) When the head's
-        dependencies are all done and it may start by then, the wake-up carries it as a hint
-        and the loop sends it to its engine without the examination (only with one stream per
-        queue: else drain records how the head left). A single waiting queue whose head may go
-        at once is examined here and now (``examine``), which is what the drain at the end of
-        this step would do first. A closure: it runs once per op."""
-        lat, origin, todo = self.dep_latency, self.origin, self.todo
-        queue_head, queue_len, deps_of, ready_at, prev = (
-            self.queue_head, self.queue_len, self.deps_of, self.ready_at, self.prev_in_stream
-        )  # fmt: skip
-        done, run_of, heap, next_seq = self.done, self.plan.run, self.heap, self.next_seq
-        hints = not self.track_queue_delay
-
-        def release(i: int, ws: list[int], t: int) -> None:
-            base = (origin[i] + 1) * 5
-            for q in ws:
-                if q != HOST and queue_len[q]:
-                    head = queue_head[q]
-                    row = origin[head] + 1
-                    delay = lat[base + row]
-                    if delay:
-                        when = t + delay
-                        hint = -1
-                        if hints and run_of[head] <= RUN_KERNEL:
-                            deps = deps_of[head]
-                            if deps is None and prev[head] == i:
-                                # It waits for i alone, done now: it may start at when.
-                                if ready_at[head] <= when:
-                                    hint = head
-                            else:  # drain's examination, done now
-                                if deps is None:
-                                    deps = (prev[head],) if prev[head] >= 0 else ()
-                                ready = ready_at[head]
-                                for d in deps:
-                                    td = done[d]
-                                    if td < 0:
-                                        break
-                                    td += lat[(origin[d] + 1) * 5 + row]
-                                    if td > ready:
-                                        ready = td
-                                else:
-                                    if ready <= when:
-                                        hint = head
-                        heappush(heap, (when, next_seq(), EV_TIMER, q, hint))
-                        continue
-                    if len(ws) == 1:
-                        examine(q, t)
-                        return
-                todo.append(q)
-
-        return release
-
     def finish_grouped(self, i: int, t: int) -> None:
         """Fermi: signal a kernel's group only when its last member has ended."""
         group = self.groups.pop(i, None)
@@ -451,7 +257,7 @@ class _Run(RunState):
         no_latency = self.dep_latency is None  # else ops with dependencies go through drain
         # Without dependency latencies the queues waiting for an op are examined at once.
         release = (
-            self.make_release(examine) if self.dep_latency is not None else _examine_at_once(todo)
+            self.make_release(examine) if self.dep_latency is not None else examine_at_once(todo)
         )
         dep_latency, origin, next_seq = self.dep_latency, self.origin, self.next_seq
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
