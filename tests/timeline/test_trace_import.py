@@ -302,6 +302,46 @@ def _small_kineto() -> list[dict[str, Any]]:
     return [call, _kernel(10, corr=1), rec, copy, sync, flow_s, flow_f]  # fmt: skip
 
 
+def _as_begin_end(ev: dict[str, Any]) -> list[dict[str, Any]]:
+    """A complete ("X") event as a "B"/"E" pair, its arguments split between the two."""
+    args = dict(ev.get("args", {}))
+    late = {k: args.pop(k) for k in list(args)[1:]}  # the E event carries all but the first
+    begin = {k: v for k, v in ev.items() if k != "dur"} | {"ph": "B", "args": args}
+    end = {"ph": "E", "pid": ev["pid"], "tid": ev["tid"], "ts": ev["ts"] + ev["dur"]}
+    return [begin, end | ({"args": late} if late else {})]
+
+
+def test_begin_end_pairs_load_as_complete_events(tmp_path: Path) -> None:
+    events = _small_kineto()
+    paired: list[dict[str, Any]] = []
+    for ev in events:
+        paired += _as_begin_end(ev) if ev["ph"] == "X" else [ev]
+    # Pairs on one thread nest: an outer B/E around them changes nothing on the GPU.
+    paired = [{"ph": "B", "name": "step", "pid": 1, "tid": 1, "ts": 0}, *paired]
+    paired.append({"ph": "E", "pid": 1, "tid": 1, "ts": 40})
+    plain = load_trace(_write(tmp_path, _trace(events), "x.json"))
+    pairs = load_trace(_write(tmp_path, _trace(paired), "be.json"))
+    assert pairs.to_dict()["columns"] == plain.to_dict()["columns"]
+    assert pairs.meta["skipped_events"] == {"uncategorised": 1}  # the outer "step"
+
+
+def test_unmatched_begin_end_events_are_counted_and_backwards_ones_refused(tmp_path: Path) -> None:
+    events = [
+        _kernel(0),
+        {"ph": "E", "pid": 0, "tid": 9, "ts": 3},
+        {"ph": "B", "cat": "kernel", "name": "k2", "pid": 0, "tid": 8, "ts": 4},
+    ]
+    tl = load_trace(_write(tmp_path, _trace(events)))
+    assert len(tl) == 1
+    assert tl.meta["skipped_events"] == {"ph E without B": 1, "ph B without E": 1}
+    backwards = [
+        {"ph": "B", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 10},
+        {"ph": "E", "pid": 0, "tid": 7, "ts": 9},
+    ]
+    with pytest.raises(TraceError, match=r"traceEvents\[1\]: 'E' ends before its 'B'"):
+        load_trace(_write(tmp_path, _trace(backwards), "back.json"))
+
+
 hostile_values = st.one_of(
     st.none(), st.booleans(), st.integers(-(2**70), 2**70), st.floats(allow_nan=True),
     st.text(max_size=5), st.lists(st.integers(), max_size=2),

@@ -249,6 +249,8 @@ class _Collector:
         self.ours: list[dict[str, Any]] = []
         self.skipped: dict[str, int] = {}
         self.count = 0
+        # Open duration events ("B", not yet ended), per (pid, tid): (event number, event).
+        self.open: dict[tuple, list[tuple[int, dict[str, Any]]]] = {}
 
     def _skip(self, what: str) -> None:
         self.skipped[what] = self.skipped.get(what, 0) + 1
@@ -270,11 +272,43 @@ class _Collector:
             ids = (_hashable(ev.get(k)) for k in ("id", "pid", "tid"))
             flow = (ph, *ids, ts, _hashable(ev.get("name")))
             self.flows.append((*flow, _flow_index(ev)))
-        elif ph in ("B", "E", "i", "I", "b", "e", "n", "C"):
+        elif ph == "B" or ph == "E":
+            self._duration(n, ev, ph)
+        elif ph in ("i", "I", "b", "e", "n", "C"):
             _number(ev, "ts", n)
             self._skip(f"ph {ph}")
         elif not isinstance(ph, str):
             raise TraceError(f"traceEvents[{n}]: 'ph' must be a string")
+
+    def _duration(self, n: int, ev: dict[str, Any], ph: str) -> None:
+        """A "B"/"E" pair on one thread is one complete event: B's name, category and start,
+        the arguments of both, and E's end (pairs nest, as the format requires)."""
+        ts = _number(ev, "ts", n)
+        thread = (_hashable(ev.get("pid")), _hashable(ev.get("tid")))
+        if ph == "B":
+            self.open.setdefault(thread, []).append((n, ev))
+            return
+        opened = self.open.get(thread)
+        if not opened:
+            self._skip("ph E without B")
+            return
+        first, begin = opened.pop()
+        start = _number(begin, "ts", first)
+        if ts < start:
+            raise TraceError(f"traceEvents[{n}]: 'E' ends before its 'B' (traceEvents[{first}])")
+        args = begin.get("args")
+        args = dict(args) if type(args) is dict else {}
+        if type(ev.get("args")) is dict:
+            args.update(ev["args"])
+        whole = {**ev, **begin, "ph": "X", "dur": ts - start, "args": args}
+        self._complete(first, whole)
+
+    def close(self) -> None:
+        """Count the duration events that never ended."""
+        for opened in self.open.values():
+            for _ in opened:
+                self._skip("ph B without E")
+        self.open.clear()
 
     def _complete(self, n: int, ev: dict[str, Any]) -> None:
         ts_us, dur_us = ev.get("ts"), ev.get("dur")
@@ -374,6 +408,7 @@ def parse_trace_text(text: str, *, progress: Progress = None, cancel: Cancel = N
     """:func:`load_trace` on text already read."""
     sink = _Collector()
     top = _parse(text, sink, progress, cancel)
+    sink.close()
     fmt = top.get("format")
     if fmt in (TIMELINE_FORMAT, RUN_FORMAT):
         return run_from_dict(top)[0]
