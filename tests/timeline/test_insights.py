@@ -536,7 +536,7 @@ def test_idle_engine_gap_blames_host_work_on_the_issuing_thread():
 
 
 def test_an_insight_reports_no_saving_when_the_fix_would_not_shorten_the_run() -> None:
-    from swimlanes.timeline.insight_rules import Insight
+    from swimlanes.timeline.insight_context import Insight
 
     kwargs = {"rule": "r", "severity": "info", "title": "t", "message": "m", "advice": "a"}
     assert Insight(**kwargs, estimated_saving_ns=0).estimated_saving_ns is None

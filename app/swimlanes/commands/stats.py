@@ -11,7 +11,7 @@ import numpy as np
 
 from swimlanes.cli import CommandError
 from swimlanes.model.document import OP_KINDS
-from swimlanes.timeline.insight_rules import fmt_time
+from swimlanes.timeline.compare import fmt_time
 from swimlanes.timeline.io import load_timeline_any
 from swimlanes.timeline.metrics import (
     compute_metrics,

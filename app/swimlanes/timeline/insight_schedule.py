@@ -17,15 +17,8 @@ from swimlanes.model.document import (
     STREAM_OPS,
     Pipeline,
 )
-from swimlanes.timeline.insight_rules import (
-    HOST_SYNC_OPS,
-    Insight,
-    InsightContext,
-    fmt_pct,
-    fmt_time,
-    grade,
-    plural,
-)
+from swimlanes.timeline.compare import fmt_pct, fmt_time, plural
+from swimlanes.timeline.insight_context import HOST_SYNC_OPS, Insight, InsightContext, grade
 from swimlanes.timeline.metrics import (
     device_op_mask,
     interval_union,

@@ -3,7 +3,8 @@
 :func:`explain` runs every rule of :data:`RULES` over a pipeline and its timeline (simulated or
 measured) and returns :class:`Insight` objects, most severe first. Each rule is a small function
 with a stable id. The rules about the API calls (``pageable_copy``, ``sync_copy``,
-``legacy_default_serialises``, ``launch_bound``) live in ``insight_rules.py``; the schedule
+``legacy_default_serialises``, ``launch_bound``) live in ``insight_rules.py``, what they
+share in ``insight_context.py``; the schedule
 rules here:
 
 * ``false_dependency``: ops held at the head of a hardware queue that another stream shares.
@@ -32,17 +33,12 @@ from swimlanes.model.document import (
     OP_KINDS,
     Pipeline,
 )
-from swimlanes.timeline.compare import compare_timelines
+from swimlanes.timeline.compare import compare_timelines, fmt_pct, fmt_time, plural
+from swimlanes.timeline.insight_context import SEVERITIES, Insight, InsightContext
 from swimlanes.timeline.insight_rules import (
-    SEVERITIES,
-    Insight,
-    InsightContext,
-    fmt_pct,
-    fmt_time,
     launch_bound,
     legacy_default_serialises,
     pageable_copy,
-    plural,
     sync_copy,
 )
 from swimlanes.timeline.insight_schedule import (
