@@ -18,7 +18,8 @@ from swimlanes.timeline.io import save_run
 from swimlanes.ui import dialogs
 from swimlanes.ui.app import create_application, open_initial
 from swimlanes.ui.autosave import has_recovery, write_recovery
-from swimlanes.ui.main_window import NO_GPU_REASON, MainWindow
+from swimlanes.ui.device_controls import NO_GPU_REASON
+from swimlanes.ui.main_window import MainWindow
 from swimlanes.ui.settings import Settings
 
 Button = QMessageBox.StandardButton

@@ -1,0 +1,149 @@
+"""The main window's device controls: the device preset the simulation uses (toolbar list,
+preset files), and runs on the GPU in a child process with live partial results."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from swimlanes.timeline.timeline import Timeline
+from swimlanes.ui import dialogs
+from swimlanes.ui.actions import CHOOSE_PRESET_FILE, add_device_item, fill_device_combo
+from swimlanes.ui.gantt.rows import format_duration
+
+NO_GPU_REASON = (
+    "No CUDA GPU was found on this machine, so Run on GPU is off. Simulation still works, and "
+    "File > Open measurement shows a measured run (the examples ship one each)."
+)
+
+
+class DeviceControls:
+    """Mixin of MainWindow (which provides toolbar, actions, sim_runner, gpu_runner, settings,
+    charts, arrangement, controller, progress_bar, set_measured and the measured state)."""
+
+    def _init_gpu(self, available: bool | None) -> None:
+        if available is None:
+            from swimlanes.gpu import cuda_available
+
+            available = cuda_available()
+        self.gpu_available = available
+        a = self.actions
+        a.cancel_gpu.setEnabled(False)
+        a.run_gpu.setEnabled(available)
+        self.toolbar.repeat.setEnabled(available)
+        if not available:
+            a.run_gpu.setToolTip(NO_GPU_REASON)
+            a.run_gpu.setStatusTip(NO_GPU_REASON)
+            self.statusBar().showMessage(NO_GPU_REASON, 15000)
+            # The message above scrolls away; this note stays, with the reason on hover.
+            note = QLabel("No CUDA GPU: simulation only")
+            note.setObjectName("no_gpu_note")
+            note.setToolTip(NO_GPU_REASON)
+            self.statusBar().addPermanentWidget(note)
+
+    def _fill_devices(self) -> None:
+        combo = self.toolbar.device
+        combo.blockSignals(True)
+        fill_device_combo(combo)
+        if not self._select_device(str(self.sim_runner.device)):
+            self._select_device("h200" if combo.findText("h200") >= 0 else combo.itemText(0))
+        combo.blockSignals(False)
+
+    # -- device -------------------------------------------------------------------------------
+    def device_name(self) -> str:
+        return self.toolbar.device.currentText()
+
+    def _select_device(self, device: str) -> bool:
+        """Show ``device`` (a preset name, or a preset file that is then listed) as current."""
+        from swimlanes.engine import get_preset
+
+        combo = self.toolbar.device
+        i = combo.findData(device)
+        if i < 0 and device.endswith(".json") and Path(device).is_file():
+            i = add_device_item(combo, f"{Path(device).stem} (file)", device, get_preset)
+        if i < 0:
+            return False
+        combo.setCurrentIndex(i)
+        combo.setToolTip(str(combo.itemData(i, Qt.ItemDataRole.ToolTipRole)))
+        self.sim_runner.device = device
+        self._device_index = i
+        return True
+
+    def set_device(self, name: str, *, simulate: bool = True) -> bool:
+        """Use this device preset (re-simulating unless told not to) without remembering it as
+        the user's choice, as opening a document that names its device does; False if there is
+        no preset by that name."""
+        combo = self.toolbar.device
+        combo.blockSignals(True)
+        try:
+            found = self._select_device(name)
+        finally:
+            combo.blockSignals(False)
+        if found and simulate:
+            self.sim_runner.set_device(name)
+        return found
+
+    def _on_device_changed(self, index: int) -> None:
+        combo = self.toolbar.device
+        device = str(combo.itemData(index))
+        if device == CHOOSE_PRESET_FILE:
+            device = self._choose_preset_file() or ""
+            if not device or not self.set_device(device, simulate=False):
+                self.set_device(str(combo.itemData(self._device_index)), simulate=False)
+                return
+        else:
+            combo.setToolTip(str(combo.itemData(index, Qt.ItemDataRole.ToolTipRole)))
+            self._device_index = index
+        self.settings.set_last_device(device)
+        self.sim_runner.set_device(device)
+
+    def _choose_preset_file(self) -> str | None:
+        from swimlanes.engine import get_preset
+        from swimlanes.resources import presets_dir
+
+        path = dialogs.open_file(self, "Device preset", str(presets_dir()), dialogs.PRESET_FILTER)
+        if not path:
+            return None
+        try:
+            get_preset(path)
+        except (ValueError, OSError) as err:
+            dialogs.show_error(self, "Cannot use this preset", f"{Path(path).name}: {err}")
+            return None
+        return path
+
+    # -- GPU ----------------------------------------------------------------------------------
+    def run_on_gpu(self) -> None:
+        if not self.gpu_available:
+            dialogs.show_error(self, "Run on GPU", NO_GPU_REASON)
+            return
+        pipeline = self.controller.pipeline.copy()
+        self.set_measured(None)
+        self.measured_pipeline = pipeline
+        self.gpu_runner.start(pipeline, repeat=self.toolbar.repeat.value())
+        self.statusBar().showMessage(f"Running {len(pipeline.program)} ops on the GPU...")
+
+    def _on_gpu_running(self, running: bool) -> None:
+        self.actions.run_gpu.setEnabled(self.gpu_available and not running)
+        self.actions.cancel_gpu.setEnabled(running)
+        self.progress_bar.setValue(0)
+        self.progress_bar.setVisible(running)
+
+    def _on_gpu_partial(self, timeline: Timeline) -> None:
+        first = self.measured is None
+        self.measured = timeline
+        self.charts.set_measured(timeline)
+        if first:  # the measured chart fills in live: make room for it once
+            self.arrangement.set_compare(True, refit=True)
+
+    def _on_gpu_finished(self, timeline: Timeline) -> None:
+        self.set_measured(timeline, self.measured_pipeline)
+        text = f"Measured {len(timeline)} ops on {timeline.device}: makespan {format_duration(timeline.makespan_ns)}"
+        if self.comparison is not None:
+            text += f" (model error {100 * self.comparison.makespan_error:+.1f}%)"
+        self.statusBar().showMessage(text, 15000)
+
+    def _on_gpu_failed(self, message: str) -> None:
+        self.statusBar().showMessage(message.splitlines()[0], 15000)
+        dialogs.show_error(self, "GPU run", message)
