@@ -13,8 +13,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SHARED_TRACES
+from swimlanes.timeline.io import TraceCancelled
 from swimlanes.timeline.timeline import NO_TIME
-from swimlanes.timeline.trace_import import TraceCancelled, TraceError, load_trace
+from swimlanes.timeline.trace_import import TraceError, load_trace
 
 EVENT_SYNC = SHARED_TRACES / "kineto-a100-event-sync.json.gz"
 SIMPLE_ADD = SHARED_TRACES / "kineto-simple-add.json.gz"
