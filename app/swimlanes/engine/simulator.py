@@ -266,7 +266,11 @@ class _Run(QueueDrain):
         # The loop reads one row past the program: a host call that is never fast, and the cost
         # that puts the host past INF (where only the heap's sentinel is later), so that the
         # per-call path needs no test for the end. Without the fast path no call is fast.
-        host_l = [*host_l, _END] if plain else [_END] * (self.n + 1)
+        # (Fermi's completion groups follow the order kernels reach the SMs: those presets
+        # take host_step for every call.)
+        host_l = [*host_l, _END] if not self.signal_delay else [_END] * (self.n + 1)
+        # With shared queues, drain examines a new head (it records queue dependencies).
+        track = self.track_queue_delay
         cost_l = [*cost_l, INF]
         # Cancel and progress are polled about every 4096 steps: device events (counted by the
         # sequence number of the last one popped), drains and blocking host calls.
@@ -298,6 +302,11 @@ class _Run(QueueDrain):
                         queued = queue_len[q]
                         if queued:  # behind other ops: it leaves when they have
                             queue_len[q] = queued + 1
+                        elif track:  # the head of a shared queue: as enqueue() does
+                            stop = True
+                            queue_len[q] = 1
+                            queue_head[q] = i
+                            todo.append(q)
                         else:  # the head of its queue: drain's examination, inlined
                             stop = True
                             ready = ready_at[i]
