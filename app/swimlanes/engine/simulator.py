@@ -253,7 +253,8 @@ class _Run(QueueDrain):
         queue_head, queue_len, next_in_queue = self.queue_head, self.queue_len, self.next_in_queue
         deps_of, ready_at, prev = self.deps_of, self.ready_at, self.prev_in_stream
         issue_end, latency = self.issue_end, self.launch_latency
-        plain = not (self.signal_delay or self.track_queue_delay)  # no grouping, no queue deps
+        # Without completion groups or queue dependencies a kernel's end is handled inline.
+        plain = not (self.signal_delay or self.track_queue_delay)
         no_latency = self.dep_latency is None  # else ops with dependencies go through drain
         # Without dependency latencies the queues waiting for an op are examined at once.
         release = (
@@ -266,9 +267,7 @@ class _Run(QueueDrain):
         # The loop reads one row past the program: a host call that is never fast, and the cost
         # that puts the host past INF (where only the heap's sentinel is later), so that the
         # per-call path needs no test for the end. Without the fast path no call is fast.
-        # (Fermi's completion groups follow the order kernels reach the SMs: those presets
-        # take host_step for every call.)
-        host_l = [*host_l, _END] if not self.signal_delay else [_END] * (self.n + 1)
+        host_l = [*host_l, _END]
         # With shared queues, drain examines a new head (it records queue dependencies).
         track = self.track_queue_delay
         cost_l = [*cost_l, INF]
