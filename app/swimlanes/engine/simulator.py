@@ -266,11 +266,11 @@ class _Run(QueueDrain):
         blocks_dispatch, batch_end = blocks.dispatch, blocks.batch_end
         # The loop reads one row past the program: a host call that is never fast, and the cost
         # that puts the host past INF (where only the heap's sentinel is later), so that the
-        # per-call path needs no test for the end. Without the fast path no call is fast.
+        # per-call path needs no test for the end.
         host_l = [*host_l, _END]
+        cost_l = [*cost_l, INF]
         # With shared queues, drain examines a new head (it records queue dependencies).
         track = self.track_queue_delay
-        cost_l = [*cost_l, INF]
         # Cancel and progress are polled about every 4096 steps: device events (counted by the
         # sequence number of the last one popped), drains and blocking host calls.
         seq = steps = poll_at = 0
