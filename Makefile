@@ -28,7 +28,7 @@ format: $(STAMP)
 	$(VENV)/bin/ruff check --fix app tests benchmarks
 
 bench: $(STAMP)
-	$(PY) benchmarks/bench_engine.py
+	$(PY) benchmarks/bench_engine.py --repeat 5
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_render.py
 	$(PY) benchmarks/bench_import.py
 

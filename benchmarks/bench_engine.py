@@ -3,9 +3,11 @@
 Prints one JSON line per size: {"bench": "engine", "device", "ops", "seconds", "ops_per_s",
 "cpu_seconds", "peak_mb"} (peak resident memory of the whole process, pipeline included).
 Each size runs in its own subprocess so that peak memory (ru_maxrss) is that size's alone.
-Usage: bench_engine.py [--device NAME_OR_PRESET_FILE] [SIZE ...]
+Usage: bench_engine.py [--device NAME_OR_PRESET_FILE] [--repeat N] [SIZE ...]
 (default device h200, which is the calibrated resources/presets/h200.json when that exists;
-default sizes 1000 10000 100000 1000000)
+default sizes 1000 10000 100000 1000000). With --repeat N each size runs N times and its line
+is the median run's, plus "runs", "seconds_min" and "seconds_max" (a shared machine's load
+makes single runs vary; README quotes such medians).
 """
 
 from __future__ import annotations
@@ -66,23 +68,47 @@ def main(argv: list[str]) -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("sizes", nargs="*", type=int, help=f"op counts (default {SIZES})")
     parser.add_argument("--device", default="h200", help="preset name or file (default h200)")
+    parser.add_argument(
+        "--repeat", type=int, default=1, help="runs per size; report the median (default 1)"
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size, in this process
     args = parser.parse_args(argv)
+    if args.repeat < 1:
+        parser.error("--repeat must be at least 1")
     if args.one:
         print(json.dumps(measure(args.one, args.device)), flush=True)
         return 0
-    # One process per size, so each size's peak memory is its own.
     for n in args.sizes or list(SIZES):
-        out = subprocess.run(
-            [sys.executable, __file__, "--device", args.device, "--one", str(n)],
-            capture_output=True,
-            text=True,
-        )
-        if out.returncode != 0:
-            print(out.stderr, file=sys.stderr)
-            return out.returncode
-        print(out.stdout.strip(), flush=True)
+        runs = []
+        for _ in range(args.repeat):
+            # One process per run, so each size's peak memory is its own.
+            out = subprocess.run(
+                [sys.executable, __file__, "--device", args.device, "--one", str(n)],
+                capture_output=True,
+                text=True,
+            )
+            if out.returncode != 0:
+                print(out.stderr, file=sys.stderr)
+                return out.returncode
+            runs.append(json.loads(out.stdout))
+        print(json.dumps(_summary(runs)), flush=True)
     return 0
+
+
+def _summary(runs: list[dict]) -> dict:
+    """One run's line as it is, or the median run's (by time; the lower of the two middle ones
+    for an even count) with the spread of all and the highest peak memory."""
+    if len(runs) == 1:
+        return runs[0]
+    by_time = sorted(runs, key=lambda r: r["seconds"])
+    median = dict(by_time[(len(by_time) - 1) // 2])
+    median.update(
+        runs=len(runs),
+        seconds_min=by_time[0]["seconds"],
+        seconds_max=by_time[-1]["seconds"],
+        peak_mb=max(r["peak_mb"] for r in runs),
+    )
+    return median
 
 
 if __name__ == "__main__":
