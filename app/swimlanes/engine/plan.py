@@ -270,11 +270,16 @@ _RUN = {k: run_of(k) for k in K.values()}
 _KERNEL, _H2D, _D2H = K["kernel"], K["h2d"], K["d2h"]
 
 
-def stream_predecessors(stream: np.ndarray, run: np.ndarray) -> np.ndarray:
-    """Per op, the enqueued op just before it in its stream (-1: none, or not enqueued)."""
-    rows = np.flatnonzero(run >= 0)
-    rows = rows[np.argsort(stream[rows], kind="stable")]
-    same = stream[rows[1:]] == stream[rows[:-1]]
-    prev = np.full(len(stream), -1, dtype=np.int64)
-    prev[rows[1:][same]] = rows[:-1][same]
-    return prev
+def chain_links(group: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The ops where ``member`` holds, chained by ``group`` (a stream, a hardware queue) in
+    program order: per op, the previous and the next op of its chain (-1: none, or not a
+    member)."""
+    rows = np.flatnonzero(member)
+    rows = rows[np.argsort(group[rows], kind="stable")]
+    same = group[rows[1:]] == group[rows[:-1]]
+    before, after = rows[:-1][same], rows[1:][same]
+    prev = np.full(len(group), -1, dtype=np.int64)
+    nxt = np.full(len(group), -1, dtype=np.int64)
+    prev[after] = before
+    nxt[before] = after
+    return prev, nxt

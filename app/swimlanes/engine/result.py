@@ -17,7 +17,7 @@ _STREAM_DEP = DEP_KINDS.index("stream")
 
 def dep_columns(stream: np.ndarray, prev: np.ndarray, deps: tuple) -> dict[str, np.ndarray]:
     """All dependency edges. "stream" edges (previous enqueued op of the same stream, ``prev``
-    as from :func:`~swimlanes.engine.plan.stream_predecessors`), stream by stream, are
+    as from :func:`~swimlanes.engine.plan.chain_links`), stream by stream, are
     derived here in bulk rather than recorded op by op in the event loop."""
     dst = np.flatnonzero(prev >= 0)
     dst = dst[np.argsort(stream[dst], kind="stable")]

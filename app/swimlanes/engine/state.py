@@ -32,8 +32,8 @@ from swimlanes.engine.plan import (
     WAIT_STREAM,
     K,
     Plan,
+    chain_links,
     run_of,
-    stream_predecessors,
 )
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME
@@ -62,16 +62,6 @@ def _last_records(rows: np.ndarray, kinds: np.ndarray, events: list, n: int) -> 
     out = np.empty(len(rows), dtype=np.int64)
     out[order] = latest
     return out
-
-
-def _next_in_queue(q: np.ndarray) -> np.ndarray:
-    """Per op, the next op (in program order) of its hardware queue ``q``, or -1."""
-    nxt = np.full(len(q), -1, dtype=np.int64)
-    order = np.argsort(q, kind="stable")
-    same = q[order[1:]] == q[order[:-1]]
-    nxt[order[:-1][same]] = order[1:][same]
-    nxt[q < 0] = -1
-    return nxt
 
 
 def _dependency_latency(plan: Plan, preset: DevicePreset) -> tuple[list[int] | None, list[int]]:
@@ -162,17 +152,18 @@ class RunState:
         # (prev_in_stream, -1 if none), which the fast path of the loop leaves implicit.
         self.deps_of: list[tuple[int, ...] | None] | None = [None] * n
         arrays = plan.arrays
-        self.prev_array = (
-            stream_predecessors(arrays["stream"], arrays["run"]) if n else np.zeros(0, np.int64)
+        # Each enqueued op's previous and next op in its stream.
+        empty = np.zeros(0, np.int64)
+        self.prev_array, next_in_stream = (
+            chain_links(arrays["stream"], arrays["run"] >= 0) if n else (empty, empty)
         )
         self.prev_in_stream = memoryview(self.prev_array)
-        next_in_stream = np.full(n, -1, dtype=np.int64)
-        has_prev = self.prev_array >= 0
-        next_in_stream[self.prev_array[has_prev]] = np.flatnonzero(has_prev)
         # With one stream per queue, a queue's next op is its stream's next op.
-        self.next_in_queue = memoryview(
-            _next_in_queue(arrays["queue"]) if plan.shared_queues and n else next_in_stream
-        )
+        if plan.shared_queues and n:
+            next_in_queue = chain_links(arrays["queue"], arrays["queue"] >= 0)[1]
+        else:
+            next_in_queue = next_in_stream
+        self.next_in_queue = memoryview(next_in_queue)
         # When each queued op may leave its queue: raw, as it is read long after it is written.
         self.ready_at = memoryview(np.full(n, NO_TIME, np.int64))
         self.queue_last_stream = [-1] * plan.queue_count
