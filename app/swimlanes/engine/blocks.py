@@ -146,15 +146,24 @@ class BlockScheduler:
             self._record_occupancy(t, sms)
 
     def first_batch_alone(self, shape: tuple[int, int, int, float], tail_ns: int) -> tuple:
-        """(blocks, duration ns, rounding carried, SMs busy) of the first batch of a kernel of
-        ``shape`` (blocks, slots per block, resident limit, ns per block) that starts alone on
-        idle SMs: _start_alone's arithmetic, done once per shape."""
+        """The first batch (see _batch_alone) of a kernel of ``shape`` (blocks, slots per
+        block, resident limit, ns per block) that starts alone on idle SMs: worked out once per
+        shape."""
         n_blocks, cost, max_resident, block_ns = shape
-        fit = min(self.slots // cost, n_blocks, max_resident)
-        d = block_ns + 0.0
+        return self._batch_alone(n_blocks, cost, max_resident, block_ns, 0.0, tail_ns)
+
+    def _batch_alone(
+        self, remaining: int, cost: int, max_resident: int, block_ns: float, carry: float,
+        tail_ns: int,
+    ) -> tuple[int, int, float, int]:  # fmt: skip
+        """(blocks, duration ns, rounding carried on, SMs busy) of the next batch of a kernel
+        alone on idle SMs, with ``remaining`` blocks to go and ``carry`` carried so far."""
+        fit = min(self.slots // cost, remaining, max_resident)
+        # Carry the rounding from batch to batch so a kernel alone takes exactly its time.
+        d = block_ns + carry
         di = max(1, round(d))
         carry = d - di
-        if n_blocks == fit:
+        if remaining == fit:
             di += tail_ns
         by_slots = -(-(fit * cost) // self.slots_per_sm)
         sms = min(max(min(fit, self.sm_count), by_slots), self.sm_count)
@@ -164,45 +173,20 @@ class BlockScheduler:
         """dispatch() when ``w`` is the only kernel and the SMs are idle (kernels that run
         one after another): the same steps, without the pass over other kernels."""
         if w.alone is not None and not w.started:  # its first batch, worked out per shape
-            fit, di, w.carry, sms = w.alone
-            w.started = True
-            self.resident_kernels += 1
-            self._start[w.op] = t
-            self.free -= fit * w.cost
-            w.resident = fit
-            w.remaining -= fit
-            heappush(self._heap, (t + di, self._seq(), EV_BATCH, w, fit))
-            if sms != self.occupancy_sms[-1]:
-                self._record_occupancy(t, sms)
-            return
-        fit = self.slots // w.cost
-        remaining = w.remaining
-        if remaining < fit:
-            fit = remaining
-        if w.max_resident < fit:
-            fit = w.max_resident
+            batch = w.alone
+        else:
+            batch = self._batch_alone(
+                w.remaining, w.cost, w.max_resident, w.block_ns, w.carry, w.tail_ns
+            )
+        fit, di, w.carry, sms = batch
         if not w.started:  # it cannot be over the resident-kernel limit: it is alone
             w.started = True
             self.resident_kernels += 1
             self._start[w.op] = t
         self.free -= fit * w.cost
         w.resident = fit
-        w.remaining = remaining = remaining - fit
-        d = w.block_ns + w.carry
-        di = round(d)
-        if di < 1:
-            di = 1
-        w.carry = d - di
-        if remaining == 0:
-            di += w.tail_ns
+        w.remaining -= fit
         heappush(self._heap, (t + di, self._seq(), EV_BATCH, w, fit))
-        sm_count = self.sm_count
-        by_slots = -(-(self.slots - self.free) // self.slots_per_sm)
-        sms = fit if fit < sm_count else sm_count
-        if by_slots > sms:
-            sms = by_slots
-        if sms > sm_count:
-            sms = sm_count
         if sms != self.occupancy_sms[-1]:
             self._record_occupancy(t, sms)
 
