@@ -251,16 +251,13 @@ class _Run(QueueDrain):
         )  # fmt: skip
         quiet, tail, done, end = self.quiet, self.tail, self.done, self.end
         queue_head, queue_len, next_in_queue = self.queue_head, self.queue_len, self.next_in_queue
-        deps_of, ready_at, prev = self.deps_of, self.ready_at, self.prev_in_stream
-        issue_end, latency = self.issue_end, self.launch_latency
+        ready_at, issue_end, latency = self.ready_at, self.issue_end, self.launch_latency
         # Without completion groups or queue dependencies a kernel's end is handled inline.
         plain = not (self.signal_delay or self.track_queue_delay)
-        no_latency = self.dep_latency is None  # else ops with dependencies go through drain
         # Without dependency latencies the queues waiting for an op are examined at once.
         release = (
             self.make_release(examine) if self.dep_latency is not None else examine_at_once(todo)
         )
-        dep_latency, origin, next_seq = self.dep_latency, self.origin, self.next_seq
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
         copies_dispatch, copies_finish = copies.dispatch, copies.finish
         blocks_dispatch, batch_end = blocks.dispatch, blocks.batch_end
@@ -269,8 +266,6 @@ class _Run(QueueDrain):
         # per-call path needs no test for the end.
         host_l = [*host_l, _END]
         cost_l = [*cost_l, INF]
-        # With shared queues, drain examines a new head (it records queue dependencies).
-        track = self.track_queue_delay
         # Cancel and progress are polled about every 4096 steps: device events (counted by the
         # sequence number of the last one popped), drains and blocking host calls.
         seq = steps = poll_at = 0
@@ -301,49 +296,11 @@ class _Run(QueueDrain):
                         queued = queue_len[q]
                         if queued:  # behind other ops: it leaves when they have
                             queue_len[q] = queued + 1
-                        elif track:  # the head of a shared queue: as enqueue() does
+                        else:  # the head of its queue: examined now, as drain would
                             stop = True
                             queue_len[q] = 1
                             queue_head[q] = i
-                            todo.append(q)
-                        else:  # the head of its queue: drain's examination, inlined
-                            stop = True
-                            ready = ready_at[i]
-                            deps = deps_of[i]
-                            if deps is None:
-                                p = prev[i]
-                                deps = (p,) if p >= 0 else ()
-                            for d in deps:
-                                if done[d] < 0:  # waits for d: re-examine the queue then
-                                    queue_len[q] = 1
-                                    queue_head[q] = i
-                                    ws = waiters[d]
-                                    if ws is None:
-                                        waiters[d] = [q]
-                                    else:
-                                        ws.append(q)
-                                    break
-                            else:
-                                row = 1 if no_latency else origin[i] + 1
-                                if row:  # an op on an engine (see drain for event ops)
-                                    start_at = ready
-                                    if not no_latency:
-                                        for d in deps:
-                                            td = done[d] + dep_latency[(origin[d] + 1) * 5 + row]
-                                            if td > start_at:
-                                                start_at = td
-                                    run = run_l[i]
-                                    if start_at <= t:  # straight to its engine
-                                        to_engine[run](i, t)
-                                    else:  # leaves its queue exactly at start_at
-                                        queue_len[q] = 1
-                                        queue_head[q] = i
-                                        hint = i if run <= RUN_KERNEL else -1
-                                        heappush(heap, (start_at, next_seq(), EV_TIMER, q, hint))
-                                else:
-                                    queue_len[q] = 1
-                                    queue_head[q] = i
-                                    todo.append(q)
+                            examine(q, t)
                         issue_end[i] = t
                         i += 1
                         next_t = t + cost_l[i]
