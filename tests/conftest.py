@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -32,3 +34,19 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     for item in items:
         if item.get_closest_marker("gpu") is not None:
             item.add_marker(skip)
+
+
+@pytest.fixture(autouse=True)
+def _collect_cycles_on_the_main_thread() -> Iterator[None]:
+    """The app collects cycles from a timer on the UI thread only (ui.main_thread_gc); tests
+    seldom run the event loop long enough for that timer, so collect between tests here."""
+    yield
+    if "PySide6.QtWidgets" not in sys.modules:
+        return
+    from PySide6.QtWidgets import QApplication
+
+    if QApplication.instance() is None:
+        return
+    from swimlanes.ui.main_thread_gc import install_main_thread_gc
+
+    install_main_thread_gc().collect_if_due()

@@ -62,7 +62,9 @@ def test_wheel_contains_resources_and_console_script(tmp_path: Path) -> None:
     examples = [n for n in names if n.startswith("swimlanes/_resources/examples/")]
     assert len(examples) >= 10, examples
     assert "swimlanes/_resources/icons/swimlanes.svg" in names
-    entry_points = zipfile.ZipFile(wheel).read(
-        next(n for n in names if n.endswith("entry_points.txt"))
-    ).decode()
+    entry_points = (
+        zipfile.ZipFile(wheel)
+        .read(next(n for n in names if n.endswith("entry_points.txt")))
+        .decode()
+    )
     assert "swimlanes = swimlanes.cli:main" in entry_points

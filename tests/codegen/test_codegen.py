@@ -36,8 +36,14 @@ def hostile_pipeline() -> Pipeline:
                 {"op": "h2d", "stream": stream, "bytes": 1 << 20, "label": HOSTILE},
                 {"op": "d2h", "stream": "pt", "bytes": 4096, "host_memory": "pageable"},
                 {"op": "d2h", "bytes": 4096, "async": False},
-                {"op": "kernel", "stream": stream, "label": HOSTILE, "blocks": 264,
-                 "threads": 256, "duration_us": 100},
+                {
+                    "op": "kernel",
+                    "stream": stream,
+                    "label": HOSTILE,
+                    "blocks": 264,
+                    "threads": 256,
+                    "duration_us": 100,
+                },
                 {"op": "kernel", "stream": "s2", "blocks": 8, "threads": 64, "block_us": 5},
                 {"op": "kernel", "blocks": 10, "threads": 128, "flops": 1e9, "bytes": 4096},
                 {"op": "event_record", "stream": stream, "event": event},
@@ -81,10 +87,24 @@ def test_generated_python_issues_every_call_in_program_order() -> None:
     source = generate_python(hostile_pipeline())
     body = source.split("def run_program", 1)[1].split("\ndef main", 1)[0]
     expected = [
-        "cuMemcpyHtoDAsync", "cuMemcpyDtoHAsync", "cuMemcpyDtoH(", "spin_kernel", "spin_kernel",
-        "roofline_kernel", ".record(", ".wait(", "cuMemsetD8Async", "cuMemsetD8(",
-        "cuMemcpyDtoDAsync", "add_callback", "busy_wait_us", "cuMemAlloc", "cuMemFree",
-        ".synchronize()", ".synchronize()", "cuda.synchronize()",
+        "cuMemcpyHtoDAsync",
+        "cuMemcpyDtoHAsync",
+        "cuMemcpyDtoH(",
+        "spin_kernel",
+        "spin_kernel",
+        "roofline_kernel",
+        ".record(",
+        ".wait(",
+        "cuMemsetD8Async",
+        "cuMemsetD8(",
+        "cuMemcpyDtoDAsync",
+        "add_callback",
+        "busy_wait_us",
+        "cuMemAlloc",
+        "cuMemFree",
+        ".synchronize()",
+        ".synchronize()",
+        "cuda.synchronize()",
     ]
     pos = 0
     for needle in expected:

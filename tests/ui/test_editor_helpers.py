@@ -42,7 +42,7 @@ class Editor(QWidget):
 
     def __init__(self, pipeline: Pipeline | None = None):
         super().__init__()
-        self.controller = DocumentController(pipeline)
+        self.controller = DocumentController(pipeline, parent=self)
         self.palette_widget = OpPalette(self.controller)
         self.lanes = LaneEditor(self.controller)
         self.program = HostProgramPanel(self.controller)

@@ -25,7 +25,9 @@ def test_program_panel_selection_scrolls_lanes_even_after_a_repeated_click(qtbot
     last = c.pipeline.program[-2].uid
     c.set_selection([last])  # as the program panel does
     qtbot.waitUntil(
-        lambda: lanes.mapToScene(lanes.viewport().rect())
-        .boundingRect()
-        .intersects(lanes.block(last).sceneBoundingRect())
+        lambda: (
+            lanes.mapToScene(lanes.viewport().rect())
+            .boundingRect()
+            .intersects(lanes.block(last).sceneBoundingRect())
+        )
     )

@@ -53,3 +53,49 @@ def test_widgets_can_be_made_after_an_in_process_export(tmp_path) -> None:
     )
     assert out.returncode == 0, out.stderr[-2000:]
     assert out.stdout.strip().splitlines()[-1] == "0"
+
+
+def test_qt_objects_in_cycles_are_not_destroyed_by_a_worker_thread() -> None:
+    """The full suite's random segfault, made certain: editors (widgets, a document controller
+    and its undo stack, all owned by Python) sit in reference cycles while a TaskRunner's task
+    allocates enough to trip the garbage collector. Collected on the worker, their destructors
+    ran off the UI thread and the next event delivery crashed (5 of 5 runs before the fix)."""
+    out = _run(
+        """
+        import gc, sys, time
+        sys.path.insert(0, "tests/ui")
+        from PySide6.QtWidgets import QApplication
+        app = QApplication([])
+        from test_editor_helpers import Editor, sample
+        from swimlanes.model import Op
+        from swimlanes.model.edits import InsertOps
+        from swimlanes.ui.workers import TaskRunner
+
+        class Cycle:
+            pass
+
+        for _ in range(20):
+            c = Cycle()
+            c.self, c.editor = c, Editor(sample())
+            c.editor.show()
+            c.editor.controller.push(InsertOps(0, [Op("host", duration_us=1.0)]))
+            app.processEvents()
+            c.editor.close()
+            del c
+        runner = TaskRunner()
+        done = []
+        runner.finished.connect(done.append)
+        runner.start(lambda progress, cancel: len([[i] for i in range(300_000)]))
+        started = time.monotonic()
+        while not done and time.monotonic() - started < 30:
+            app.processEvents()
+        for _ in range(200):
+            app.processEvents()
+        freed = gc.collect()  # on the UI thread, where Qt wants them destroyed
+        for _ in range(50):
+            app.processEvents()
+        print(done, freed > 0)
+        """
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.strip().splitlines()[-1] == "[300000] True"

@@ -154,3 +154,35 @@ def test_set_device_resimulates_with_the_new_device(qtbot) -> None:
     with qtbot.waitSignal(runner.simulated, timeout=1000) as sig:
         runner.set_device("a100")
     assert sig.args[0].device == "a100"
+
+
+def test_the_garbage_collector_never_runs_on_a_task_thread(qtbot) -> None:
+    """Cycles holding Qt objects must be freed on the UI thread (see ui.main_thread_gc): a task
+    that allocates past the collector's thresholds must not trigger a collection itself."""
+    import gc
+
+    from swimlanes.ui.workers import TaskRunner
+
+    collected_on: list[int] = []
+
+    def note_thread(phase: str, _info: dict) -> None:
+        if phase == "start":
+            collected_on.append(threading.get_ident())
+
+    runner = TaskRunner()
+    worker_threads: list[int] = []
+
+    def allocate(progress, cancel) -> int:
+        worker_threads.append(threading.get_ident())
+        return len([[i] for i in range(200_000)])  # 200x the first generation's threshold
+
+    gc.callbacks.append(note_thread)
+    try:
+        with qtbot.waitSignal(runner.finished, timeout=10_000) as result:
+            runner.start(allocate)
+    finally:
+        gc.callbacks.remove(note_thread)
+    assert result.args == [200_000]
+    assert worker_threads and worker_threads[0] != threading.get_ident()
+    assert worker_threads[0] not in collected_on
+    assert not gc.isenabled()  # the UI thread's collector runs instead

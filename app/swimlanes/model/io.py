@@ -31,7 +31,9 @@ def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
     try:
         size = p.stat().st_size
         if size > MAX_PIPELINE_FILE_BYTES:
-            raise PipelineError([Problem("", f"{p.name} is {size} bytes: too large for a pipeline")])
+            raise PipelineError(
+                [Problem("", f"{p.name} is {size} bytes: too large for a pipeline")]
+            )
         text = p.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise PipelineError([Problem("", f"no such file: {p}")]) from None

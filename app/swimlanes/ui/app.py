@@ -15,6 +15,7 @@ from PySide6.QtWidgets import QApplication
 
 from swimlanes import __version__
 from swimlanes.resources import example_names, icons_dir
+from swimlanes.ui.main_thread_gc import install_main_thread_gc
 from swimlanes.ui.settings import APPLICATION, ORGANIZATION
 
 #: Opened when the app starts without a file (the first one that exists).
@@ -25,6 +26,7 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     """The QApplication, configured once (names for QSettings, style, icon)."""
     existing = QApplication.instance()
     if isinstance(existing, QApplication):
+        install_main_thread_gc()
         return existing
     QGuiApplication.setHighDpiScaleFactorRoundingPolicy(
         Qt.HighDpiScaleFactorRoundingPolicy.PassThrough
@@ -39,6 +41,7 @@ def create_application(argv: list[str] | None = None) -> QApplication:
     icon = icons_dir() / "swimlanes.svg"
     if icon.is_file():
         app.setWindowIcon(QIcon(str(icon)))
+    install_main_thread_gc()
     return app
 
 

@@ -17,6 +17,7 @@ from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from swimlanes.model.document import Pipeline
 from swimlanes.timeline.timeline import Timeline
+from swimlanes.ui.main_thread_gc import install_main_thread_gc
 
 #: Pipelines with fewer ops than this simulate on the UI thread: faster than a thread hop.
 SYNC_OP_LIMIT = 2000
@@ -251,6 +252,8 @@ class TaskRunner(QObject):
 
     def __init__(self, parent: QObject | None = None) -> None:
         super().__init__(parent)
+        # Its thread must never run the garbage collector over Qt objects of the UI thread.
+        install_main_thread_gc()
         self._generation = 0
         self._busy = False
         self._pool = QThreadPool(self)
