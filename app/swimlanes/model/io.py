@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from pathlib import Path
-from typing import Any
 
+# The atomic writers live in atomic_write; imported from here by callers that predate it.
+from swimlanes.model.atomic_write import dump_json_atomic as dump_json_atomic
+from swimlanes.model.atomic_write import write_text_atomic as write_text_atomic
 from swimlanes.model.document import Pipeline
 from swimlanes.model.validate import PipelineError, Problem, pipeline_from_dict
 
@@ -46,33 +47,7 @@ def pipeline_to_json(pipeline: Pipeline) -> str:
     return json.dumps(pipeline.to_dict(), indent=2) + "\n"
 
 
-def write_text_atomic(path: str | os.PathLike[str], text: str) -> None:
-    """Write ``text`` so that ``path`` holds either the old or the whole new content."""
-    p = Path(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp", dir=p.parent or ".")
-    try:
-        # mkstemp makes the file private (0600); keep the old file's mode, or the usual one.
-        try:
-            mode = p.stat().st_mode & 0o777
-        except FileNotFoundError:
-            umask = os.umask(0)
-            os.umask(umask)
-            mode = 0o666 & ~umask
-        os.fchmod(fd, mode)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, p)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def save_pipeline(pipeline: Pipeline, path: str | os.PathLike[str]) -> None:
     """Save atomically."""
     write_text_atomic(path, pipeline_to_json(pipeline))
 
-
-def dump_json_atomic(data: Any, path: str | os.PathLike[str]) -> None:
-    write_text_atomic(path, json.dumps(data, indent=2) + "\n")
