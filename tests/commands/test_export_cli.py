@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import csv
+import errno
 import json
+import os
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -121,3 +123,99 @@ def test_beside_a_measurement_the_simulation_uses_the_measured_gpus_preset(tmp_p
     assert cli_main(["export", "chunked-overlap", "--device", "ideal", "--measured", run,
                      "-o", str(out)]) == 0  # fmt: skip
     assert "Simulated — ideal" in out.read_text()
+
+
+def _leftovers(folder: Path, keep: set[str]) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name not in keep)
+
+
+@pytest.mark.parametrize("suffix", [".json", ".csv"])
+def test_a_full_disk_is_exit_2_and_keeps_the_previous_export(
+    tmp_path, capsys, monkeypatch, suffix
+) -> None:
+    out = tmp_path / f"t{suffix}"
+    assert main(["export", str(EXAMPLE), "-o", str(out)]) == 0
+    before = out.read_bytes()
+    capsys.readouterr()
+    real_write = os.write
+
+    def fills_up(fd: int, data: bytes) -> int:
+        if len(data) > 1000:
+            return real_write(fd, bytes(data)[:1000])
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", fills_up)
+    assert main(["export", str(EXAMPLE), "--device", "h200", "-o", str(out)]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: cannot write {out}: No space left on device")
+    assert "wrote" not in captured.out
+    assert out.read_bytes() == before
+    assert _leftovers(tmp_path, {out.name}) == []
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
+def test_an_image_cut_short_is_exit_2_and_keeps_the_previous_image(
+    tmp_path, capsys, monkeypatch, suffix
+) -> None:
+    from swimlanes.ui import export_image
+
+    out = tmp_path / f"c{suffix}"
+    assert main(["export", str(EXAMPLE), "-o", str(out), "--width", "600"]) == 0
+    before = out.read_bytes()
+    capsys.readouterr()
+    write, check = export_image._WRITERS[suffix]
+
+    def cut_short(path: Path, page: object) -> None:
+        write(path, page)
+        path.write_bytes(path.read_bytes()[:-200])  # what a disk that filled up leaves
+
+    monkeypatch.setitem(export_image._WRITERS, suffix, (cut_short, check))
+    assert main(["export", str(EXAMPLE), "-o", str(out), "--width", "900"]) == 2
+    captured = capsys.readouterr()
+    assert captured.err.startswith(f"error: cannot write {out}: ") and "incomplete" in captured.err
+    assert "wrote" not in captured.out
+    assert out.read_bytes() == before
+    assert _leftovers(tmp_path, {out.name}) == []
+
+
+@pytest.mark.parametrize("suffix", [".png", ".csv"])
+def test_an_output_that_is_a_folder_or_under_a_file_is_exit_2(tmp_path, capsys, suffix) -> None:
+    folder = tmp_path / f"out{suffix}"
+    folder.mkdir()
+    a_file = tmp_path / "notes"
+    a_file.write_text("x")
+    for out, message in ((folder, "it is a folder"), (a_file / f"x{suffix}", "no such folder")):
+        assert main(["export", str(EXAMPLE), "-o", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: ") and message in err and "Traceback" not in err
+    assert _leftovers(tmp_path, set()) == sorted(["notes", folder.name])
+    assert list(folder.iterdir()) == []
+
+
+def _limit_file_size() -> None:
+    # Writes past 16 KB fail with EFBIG, as on a full disk (and no SIGXFSZ kills the process).
+    import resource
+    import signal
+
+    signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+    resource.setrlimit(resource.RLIMIT_FSIZE, (16_000, resource.RLIM_INFINITY))
+
+
+@pytest.mark.skipif(sys.platform != "linux", reason="RLIMIT_FSIZE as a full disk")
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf", ".json", ".csv"])
+def test_a_disk_that_fills_up_is_exit_2_in_every_format(tmp_path, suffix) -> None:
+    big = example_path("swimming-in-streams")  # every format of it is well over 16 KB
+    out = tmp_path / f"out{suffix}"
+    out.write_bytes(before := b"the previous export")
+    proc = subprocess.run(
+        [sys.executable, "-m", "swimlanes.cli", "export", str(big), "-o", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        preexec_fn=_limit_file_size,
+    )
+    assert proc.returncode == 2, proc.stdout + proc.stderr
+    assert proc.stderr.splitlines()[-1].startswith(f"error: cannot write {out}: ")
+    assert "wrote" not in proc.stdout and "Traceback" not in proc.stderr
+    assert out.read_bytes() == before
+    assert _leftovers(tmp_path, {out.name}) == []

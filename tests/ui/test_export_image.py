@@ -10,6 +10,7 @@ from PySide6.QtGui import QColor, QImage
 from test_gantt_chart import US, small_timeline
 from test_gantt_side_by_side import measured_timeline
 
+from swimlanes.ui import export_image as export_image_module
 from swimlanes.ui.export_image import export_image
 from swimlanes.ui.gantt.synthetic import synthetic_timeline
 from swimlanes.ui.style import op_colour
@@ -102,3 +103,51 @@ def test_colours_match_the_chart_palette(qapp, tmp_path) -> None:
         ]
     )
     assert (arr == QColor(op_colour("d2h")).rgb()).any()
+
+
+def _cut_short(write):  # noqa: ANN001, ANN202 - wraps one of export_image's writers
+    """The writer, then what a disk that filled up part-way leaves: the first half of it."""
+
+    def write_then_lose_the_rest(path, page) -> None:  # noqa: ANN001
+        write(path, page)
+        data = path.read_bytes()
+        path.write_bytes(data[: len(data) // 2])
+
+    return write_then_lose_the_rest
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
+def test_an_image_cut_short_is_an_error_and_the_previous_image_stays(
+    qapp, tmp_path, monkeypatch, suffix
+) -> None:
+    out = tmp_path / f"chart{suffix}"
+    export_image(out, small_timeline(), None, width=800)
+    before = out.read_bytes()
+    write, check = export_image_module._WRITERS[suffix]
+    monkeypatch.setitem(export_image_module._WRITERS, suffix, (_cut_short(write), check))
+    with pytest.raises(OSError, match="incomplete"):
+        export_image(out, small_timeline(), measured_timeline(), width=800)
+    assert out.read_bytes() == before
+    assert [p.name for p in tmp_path.iterdir()] == [out.name]  # no temp file left
+
+
+@pytest.mark.parametrize("suffix", [".png", ".svg", ".pdf"])
+def test_a_writer_that_cannot_open_its_file_is_an_error(qapp, tmp_path, suffix) -> None:
+    # Qt's SVG and PDF writers only print a warning when they cannot open the file.
+    write, _check = export_image_module._WRITERS[suffix]
+    page = export_image_module._Page(small_timeline(), None, 800, "", None)
+    with pytest.raises(OSError, match="writer"):
+        write(tmp_path / "missing" / f"chart{suffix}", page)
+
+
+def test_an_export_onto_a_folder_or_under_a_file_is_an_error(qapp, tmp_path) -> None:
+    folder = tmp_path / "chart.svg"
+    folder.mkdir()
+    with pytest.raises(IsADirectoryError):
+        export_image(folder, small_timeline(), None)
+    a_file = tmp_path / "notes"
+    a_file.write_text("x")
+    with pytest.raises(NotADirectoryError):
+        export_image(a_file / "chart.png", small_timeline(), None)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["chart.svg", "notes"]
+    assert list(folder.iterdir()) == []

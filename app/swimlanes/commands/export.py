@@ -126,6 +126,8 @@ def run(args: argparse.Namespace) -> int:
         )
     if not out.parent.is_dir():
         raise CommandError(f"no such folder: {out.parent}")
+    if out.is_dir():
+        raise CommandError(f"cannot write {out}: it is a folder")
     if suffix in IMAGE_FORMATS and not 400 <= args.width <= 16000:
         raise CommandError(f"--width {args.width}: use 400 to 16000 pixels")
     sim_all, meas_all, title, pipeline = load_inputs(args)
@@ -141,7 +143,9 @@ def run(args: argparse.Namespace) -> int:
             export_image(
                 out, simulated, measured, width=args.width, title=title, stream_info=stream_info
             )
-        except (ValueError, OSError) as err:
+        except OSError as err:
+            raise _write_error(out, err) from None
+        except ValueError as err:
             raise CommandError(str(err)) from None
         what = " and ".join(tl.source for tl in timelines)
         print(
@@ -157,8 +161,14 @@ def run(args: argparse.Namespace) -> int:
             from swimlanes.timeline.csv_export import write_op_csv
 
             write_op_csv(timelines, out)
-    except OSError as err:
-        raise CommandError(f"cannot write {out}: {err.strerror or err}") from None
+    except (OSError, ValueError) as err:
+        raise _write_error(out, err) from None
     n = sum(len(tl) for tl in timelines)
     print(f"wrote {out} ({suffix[1:].upper()}, {len(timelines)} timeline(s), {n} ops)")
     return 0
+
+
+def _write_error(out: Path, err: OSError | ValueError) -> CommandError:
+    """``cannot write OUT: why``; the writers leave a file already at OUT as it was."""
+    why = (err.strerror if isinstance(err, OSError) else None) or str(err)
+    return CommandError(f"cannot write {out}: {why}; nothing was written")

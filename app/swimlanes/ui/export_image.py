@@ -7,7 +7,9 @@ a QSvgGenerator or a QPdfWriter, culled to the visible range so the files stay s
 
 from __future__ import annotations
 
+import errno
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,6 +26,7 @@ from PySide6.QtGui import (
     QPen,
 )
 
+from swimlanes.model.atomic_write import write_via_temp_path
 from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui.gantt.bars import (
     BarStyle,
@@ -257,7 +260,8 @@ def export_image(
     ``x_range_ns`` limits the image to that time range (ns from each timeline's start).
     ``width`` is in logical pixels (PNGs get twice as many device pixels for high-DPI).
     ``stream_info`` (stream name -> kind, priority; see ``rows.stream_info_of``) labels rows.
-    Raises ValueError for an unknown extension, no timeline or a silly width.
+    Raises ValueError for an unknown extension, no timeline or a silly width, and OSError when
+    the file cannot be written whole; a file already at ``path`` is then left as it was.
     """
     out = Path(path)
     suffix = out.suffix.lower()
@@ -271,22 +275,25 @@ def export_image(
         raise ValueError(f"width {width} px is outside {MIN_WIDTH}..{MAX_WIDTH}")
     ensure_gui_app()
     page = _Page(simulated, measured, width, title, x_range_ns, stream_info)
-    if suffix == ".png":
-        _write_png(out, page)
-    elif suffix == ".svg":
-        _write_svg(out, page)
-    else:
-        _write_pdf(out, page)
+    write, check = _WRITERS[suffix]
+    # Drawn into a temp file beside ``out`` and renamed onto it only once the file is known to
+    # be whole: Qt's SVG and PDF writers report no I/O errors, and a failed export must not
+    # destroy the previous image.
+    write_via_temp_path(out, lambda tmp: write(tmp, page), check)
     return out
 
 
-def _paint(device, page: _Page) -> None:  # noqa: ANN001 - any QPaintDevice
-    painter = QPainter(device)
+def _paint(device, page: _Page, what: str) -> None:  # noqa: ANN001 - any QPaintDevice
+    painter = QPainter()
+    if not painter.begin(device):
+        raise OSError(errno.EIO, f"the {what} writer could not start (cannot open the file?)")
     try:
         painter.setRenderHint(QPainter.RenderHint.TextAntialiasing, True)
         _draw_page(painter, page)
     finally:
-        painter.end()
+        ended = painter.end()
+    if not ended:
+        raise OSError(errno.EIO, f"the {what} writer failed to finish the file")
 
 
 def _write_png(out: Path, page: _Page) -> None:
@@ -294,11 +301,13 @@ def _write_png(out: Path, page: _Page) -> None:
     image = QImage(
         round(page.width * r), round(page.height * r), QImage.Format.Format_ARGB32_Premultiplied
     )
+    if image.isNull():
+        raise OSError(errno.ENOMEM, "not enough memory for an image this size")
     image.setDevicePixelRatio(r)
     image.fill(BACKGROUND)
-    _paint(image, page)
+    _paint(image, page, "PNG")
     if not image.save(str(out), "PNG"):
-        raise OSError(f"cannot write {out}")
+        raise OSError(errno.EIO, "the PNG writer failed (is the disk full?)")
 
 
 def _write_svg(out: Path, page: _Page) -> None:
@@ -311,9 +320,8 @@ def _write_svg(out: Path, page: _Page) -> None:
     gen.setViewBox(QRect(0, 0, size.width(), size.height()))
     gen.setTitle(page.title or "Swimlanes timeline")
     gen.setDescription("Gantt chart exported by Swimlanes")
-    _paint(gen, page)
-    if not out.exists():
-        raise OSError(f"cannot write {out}")
+    _paint(gen, page, "SVG")
+    del gen  # closes the file
 
 
 def _write_pdf(out: Path, page: _Page) -> None:
@@ -325,6 +333,23 @@ def _write_pdf(out: Path, page: _Page) -> None:
     writer.setPageMargins(QMarginsF(0, 0, 0, 0), QPageLayout.Unit.Point)
     writer.setTitle(page.title or "Swimlanes timeline")
     writer.setCreator("Swimlanes")
-    _paint(writer, page)
-    if not out.exists():
-        raise OSError(f"cannot write {out}")
+    _paint(writer, page, "PDF")
+    del writer  # closes the file
+
+
+def _ends(path: Path, head: bytes, tail: bytes, what: str, tail_window: int = 64) -> None:
+    """Raise unless the file starts with ``head`` and its last bytes hold ``tail``: a writer
+    that ran out of disk leaves a file cut short, and Qt's SVG and PDF writers do not say so."""
+    with path.open("rb") as f:
+        first = f.read(len(head))
+        f.seek(max(path.stat().st_size - tail_window, 0))
+        last = f.read()
+    if first != head or tail not in last:
+        raise OSError(errno.EIO, f"the {what} file came out incomplete (is the disk full?)")
+
+
+_WRITERS: dict[str, tuple[Callable[[Path, _Page], None], Callable[[Path], None]]] = {
+    ".png": (_write_png, lambda p: _ends(p, b"\x89PNG\r\n\x1a\n", b"IEND\xaeB`\x82", "PNG")),
+    ".svg": (_write_svg, lambda p: _ends(p, b"<?xml", b"</svg>", "SVG")),
+    ".pdf": (_write_pdf, lambda p: _ends(p, b"%PDF", b"%%EOF", "PDF", 1024)),
+}
