@@ -9,10 +9,12 @@ from typing import Any
 
 import pytest
 
-from conftest import SHARED_TRACES
+from conftest import REPO, SHARED_TRACES
 from swimlanes.timeline import NO_TIME, Timeline, TimelineBuilder
 from swimlanes.timeline.chrome_trace import timeline_to_chrome_trace, write_chrome_trace
 from swimlanes.timeline.trace_import import load_trace
+
+EXAMPLES = REPO / "resources" / "examples"
 
 
 def pipeline_timeline(source: str, device: str, offset: int = 0, stretch: int = 1) -> Timeline:
@@ -214,3 +216,24 @@ def test_imported_kineto_trace_exports_with_nesting_rows() -> None:
     _assert_rows_nest(doc["traceEvents"])
     ops = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "op"]
     assert len(ops) == len(tl)
+
+
+def test_no_flow_arrow_ends_before_it_starts_in_any_example() -> None:
+    """A host sync's slice starts before the work it waits for: its arrow used to point back."""
+    from swimlanes.commands.simulate import simulate_file
+
+    examples = sorted(EXAMPLES.glob("*.json"))
+    assert len(examples) == 11
+    for path in examples:
+        _, tl = simulate_file(path, None)
+        events = timeline_to_chrome_trace([tl])["traceEvents"]
+        op_slice = {e["args"]["index"]: e for e in events if e["ph"] == "X" and e["cat"] == "op"}
+        starts = {e["id"]: e for e in events if e["ph"] == "s"}
+        ends = [e for e in events if e["ph"] == "f"]
+        assert len(ends) == len(starts) == len(tl.dep_src) > 0
+        for f in ends:
+            s = starts[f["id"]]
+            assert f["ts"] >= s["ts"], f"{path.stem}: {f['name']} {s['args']} -> {f['args']}"
+            for end in (s, f):  # each end inside the slice of the op it names, on its row
+                sl = op_slice[end["args"]["index"]]
+                assert sl["tid"] == end["tid"] and sl["ts"] <= end["ts"] <= sl["ts"] + sl["dur"]

@@ -18,7 +18,8 @@ Layout of the file:
 * ``ts``/``dur`` are float microseconds relative to the timeline's ``t0``, so a simulated and
   a measured timeline line up at zero;
 * dependencies are flow events (``s`` at the source op, ``f`` with ``bp: "e"`` at the
-  destination), ids unique within the file.
+  destination), ids unique within the file; an arrow never ends before it starts (see
+  :func:`_flow_points`).
 
 :func:`timeline_from_events` reads such a file back (used by trace import).
 """
@@ -31,8 +32,8 @@ from typing import Any
 
 import numpy as np
 
+from swimlanes.model.atomic_write import write_text_atomic
 from swimlanes.model.document import OP_KINDS
-from swimlanes.model.io import write_text_atomic
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, SOURCES, Timeline, TimelineBuilder
 
 GENERATOR = "swimlanes"
@@ -134,7 +135,8 @@ def _sub_lanes(slices: list[tuple]) -> list[int]:
 
 
 def _row_events(tl: Timeline, pid: int) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
-    """Metadata + X events of one timeline; returns also each op's (tid, ts) for flows."""
+    """Metadata + X events of one timeline; returns also each op's tid and the (ts, end) of
+    its ``op`` slice, for flows."""
     t0 = tl.t0
     slices = _slices(tl)
     lanes = _sub_lanes(slices)
@@ -157,7 +159,7 @@ def _row_events(tl: Timeline, pid: int) -> tuple[list[dict[str, Any]], np.ndarra
             name = names[row] if lane == 0 else f"{names[row]} ({lane + 1})"
             out += [_meta(pid, tid, "thread_name", name), _meta(pid, tid, "thread_sort_index", tid)]
     op_tid = np.full(len(tl), HOST_TID, dtype=np.int64)
-    op_ts = np.zeros(len(tl), dtype=np.float64)
+    op_span = np.zeros((len(tl), 2), dtype=np.float64)
     on_device = tl.on_device
     args = [_op_args(tl, r, on_device) for r in range(len(tl))]
     for (row, start, end, cat, r), lane in zip(slices, lanes, strict=True):
@@ -165,8 +167,7 @@ def _row_events(tl: Timeline, pid: int) -> tuple[list[dict[str, Any]], np.ndarra
         ts, dur = (start - t0) / 1000.0, (end - start) / 1000.0
         a = args[r]
         if cat == "op":
-            # Flows attach mid-slice, where no neighbouring slice can catch them.
-            op_tid[r], op_ts[r] = tid, ts + dur / 2
+            op_tid[r], op_span[r] = tid, (ts, ts + dur)
             a = {**a, "row": row[0]}
         elif cat == "issue":
             a = {"index": a["index"], "op": a["op"], "stream": a["stream"]}
@@ -175,26 +176,47 @@ def _row_events(tl: Timeline, pid: int) -> tuple[list[dict[str, Any]], np.ndarra
             {"ph": "X", "cat": cat, "name": label, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
              "args": a}
         )  # fmt: skip
-    return out, op_tid, op_ts
+    return out, op_tid, op_span
+
+
+def _flow_points(src: tuple[float, float], dst: tuple[float, float]) -> tuple[float, float]:
+    """Where a dependency arrow leaves its source slice and enters its destination slice.
+
+    Mid-slice where possible, where no neighbouring slice can catch the arrow. A host sync's
+    slice starts long before the work it waits for and ends after it, so its middle can lie
+    before the source's: then the arrow enters the sync between the source's middle and the
+    sync's return, and never ends before it starts. Only where the destination ends before the
+    source begins (a measurement's clocks can say so) does the arrow point back in time.
+    """
+    s, f = (src[0] + src[1]) / 2, (dst[0] + dst[1]) / 2
+    if f >= s:
+        return s, f
+    if s < dst[1]:
+        return s, (s + dst[1]) / 2
+    lo, hi = max(src[0], dst[0]), min(src[1], dst[1])
+    if lo <= hi:  # the two slices overlap only early in the source
+        return (lo + hi) / 2, (lo + hi) / 2
+    return s, f
 
 
 def _flow_events(
-    tl: Timeline, pid: int, op_tid: np.ndarray, op_ts: np.ndarray, first_id: int
+    tl: Timeline, pid: int, op_tid: np.ndarray, op_span: np.ndarray, first_id: int
 ) -> list[dict[str, Any]]:
     out = []
     for k in range(len(tl.dep_src)):
         src, dst = int(tl.dep_src[k]), int(tl.dep_dst[k])
+        s_ts, f_ts = _flow_points(tuple(op_span[src]), tuple(op_span[dst]))
         name = DEP_KINDS[int(tl.dep_kind[k])]
         fid = first_id + k
         common = {"cat": "dependency", "name": name, "id": fid, "pid": pid}
         # args.index names the op at each end exactly (a zero-length op sharing its time with
         # the next op on the row would make binding by time ambiguous).
         out.append(
-            {**common, "ph": "s", "tid": int(op_tid[src]), "ts": float(op_ts[src]),
+            {**common, "ph": "s", "tid": int(op_tid[src]), "ts": float(s_ts),
              "args": {"index": int(tl.index[src])}}
         )  # fmt: skip
         out.append(
-            {**common, "ph": "f", "bp": "e", "tid": int(op_tid[dst]), "ts": float(op_ts[dst]),
+            {**common, "ph": "f", "bp": "e", "tid": int(op_tid[dst]), "ts": float(f_ts),
              "args": {"index": int(tl.index[dst])}}
         )  # fmt: skip
     return out
@@ -206,9 +228,9 @@ def timeline_to_chrome_trace(timelines: list[Timeline]) -> dict[str, Any]:
     next_flow = 1
     pids = _pids(timelines)
     for tl, pid in zip(timelines, pids, strict=True):
-        rows, op_tid, op_ts = _row_events(tl, pid)
+        rows, op_tid, op_span = _row_events(tl, pid)
         events.extend(rows)
-        events.extend(_flow_events(tl, pid, op_tid, op_ts, next_flow))
+        events.extend(_flow_events(tl, pid, op_tid, op_span, next_flow))
         next_flow += len(tl.dep_src)
     return {
         "otherData": {
