@@ -15,6 +15,7 @@ from swimlanes.timeline.chrome_trace import timeline_to_chrome_trace, write_chro
 from swimlanes.timeline.trace_import import load_trace
 
 EXAMPLES = REPO / "resources" / "examples"
+ERROR_ARGS = ("start_error_us", "end_error_us", "duration_error_pct")
 
 
 def pipeline_timeline(source: str, device: str, offset: int = 0, stretch: int = 1) -> Timeline:
@@ -81,9 +82,12 @@ def test_one_op_event_per_op_on_the_right_row(doc: dict[str, Any]) -> None:
     assert threads[(1, sim[0]["tid"])] == "s1"
     assert threads[(1, sim[3]["tid"])] == "s2"
     assert threads[(1, sim[4]["tid"])] == "host thread"
+    # Beside a measurement, the model's errors on the op (model minus measurement): the
+    # measured run is twice as slow, so the model starts and ends early and runs short.
     assert sim[0]["args"] == {
         "index": 0, "op": "h2d", "stream": "s1", "engine": "H2D", "bytes": 64 << 20,
         "GB/s": round((64 << 20) / 10_000, 3), "row": "stream",
+        "start_error_us": -2.0, "end_error_us": -12.0, "duration_error_pct": -50.0,
     }  # fmt: skip
     # Microseconds relative to each timeline's own start: both begin at 0.
     assert (sim[0]["ts"], sim[0]["dur"]) == (2.0, 10.0)
@@ -216,6 +220,21 @@ def test_imported_kineto_trace_exports_with_nesting_rows() -> None:
     _assert_rows_nest(doc["traceEvents"])
     ops = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "op"]
     assert len(ops) == len(tl)
+
+
+def test_errors_are_on_both_processes_and_only_beside_a_measurement(doc: dict[str, Any]) -> None:
+    ops = [e for e in doc["traceEvents"] if e["ph"] == "X" and e["cat"] == "op"]
+    by_pid = {
+        pid: {e["args"]["index"]: e["args"] for e in ops if e["pid"] == pid} for pid in (1, 2)
+    }
+    assert by_pid[1] and all(
+        {k: a.get(k) for k in ERROR_ARGS} == {k: by_pid[2][i].get(k) for k in ERROR_ARGS}
+        for i, a in by_pid[1].items()
+    )
+    # host work is compared on its host call: 9..15 us simulated, 18..30 us measured
+    assert by_pid[1][4]["duration_error_pct"] == -50.0 and by_pid[1][4]["end_error_us"] == -15.0
+    alone = timeline_to_chrome_trace([pipeline_timeline("simulated", "h200")])
+    assert not any(k in e.get("args", {}) for e in alone["traceEvents"] for k in ERROR_ARGS)
 
 
 def test_no_flow_arrow_ends_before_it_starts_in_any_example() -> None:

@@ -204,3 +204,18 @@ def test_errors_within_the_measured_spread_are_not_flagged():
     cmp = compare_timelines(build(BASE), meas)
     assert not cmp.flagged.any()
     assert cmp.end_error_ns[1] == -300 * US  # the error is still reported
+
+
+def test_errors_of_gives_each_program_index_its_signed_errors():
+    meas_rows = [r for r in BASE if r[0] != 2]  # the event record was not measured
+    meas = build(with_row(meas_rows, 1, s=1110, e=2310), source="measured")
+    cmp = compare_timelines(build(BASE), meas)
+    start, end, dur_pct = cmp.errors_of(np.array([1, 2, 7, 4]))
+    # kernel: model starts 100 us and ends 300 us early, runs 1000 us against 1200 measured
+    assert (start[0], end[0]) == (-100.0, -300.0)
+    assert dur_pct[0] == pytest.approx(100 * (1000 - 1200) / 1200)
+    # not in both timelines, or never measured: no figure
+    assert np.isnan([start[1], end[1], dur_pct[1], start[2], end[2], dur_pct[2]]).all()
+    assert (start[3], end[3]) == (0.0, 0.0)  # the sync, on its host call span
+    empty = compare_timelines(build(BASE), build([], source="measured"))
+    assert all(np.isnan(col).all() and len(col) == 2 for col in empty.errors_of(np.array([0, 1])))

@@ -62,11 +62,34 @@ def test_measured_columns_and_errors(tmp_path: Path) -> None:
     write_op_csv([sim, meas], out)
     rows = _read(out)
     assert list(rows[0]) == list(BASE_COLUMNS) + list(MEASURED_COLUMNS)
-    h2d, _host, kernel = rows
+    h2d, host, kernel = rows
     assert h2d["measured_duration_us"] == "8.000"
-    assert h2d["end_error_us"] == "4.000" and h2d["start_error_us"] == "0.000"
-    assert h2d["duration_error_pct"] == "100.00"
-    assert (kernel["measured_start_us"], kernel["start_error_us"]) == ("10.000", "5.000")
+    # Errors are model minus measurement, the duration error relative to the measured
+    # duration, as `swimlanes compare` and the comparison table give them: the measured run
+    # is twice as slow, so the model ends early and runs short.
+    assert h2d["end_error_us"] == "-4.000" and h2d["start_error_us"] == "0.000"
+    assert h2d["duration_error_pct"] == "-50.00"
+    assert (kernel["measured_start_us"], kernel["start_error_us"]) == ("10.000", "-5.000")
+    # Host work is compared on its host call span (1..3 us in both).
+    assert (host["start_error_us"], host["end_error_us"], host["duration_error_pct"]) == (
+        "0.000",
+        "0.000",
+        "0.00",
+    )
+
+
+def test_errors_are_the_comparisons(tmp_path: Path) -> None:
+    from swimlanes.timeline.compare import compare_timelines
+
+    out = tmp_path / "ops.csv"
+    sim, meas = timeline("simulated"), timeline("measured", stretch=3, offset=123_456)
+    write_op_csv([sim, meas], out)
+    rows = {int(r["index"]): r for r in _read(out)}
+    for op in compare_timelines(sim, meas).rows_json():
+        row = rows[op["index"]]
+        assert float(row["start_error_us"]) == op["start_error_us"]
+        assert float(row["end_error_us"]) == op["end_error_us"]
+        assert float(row["duration_error_pct"]) == op["duration_error_pct"]
 
 
 def test_op_missing_from_measurement_leaves_blanks(tmp_path: Path) -> None:

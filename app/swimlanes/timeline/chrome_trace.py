@@ -19,7 +19,10 @@ Layout of the file:
   a measured timeline line up at zero;
 * dependencies are flow events (``s`` at the source op, ``f`` with ``bp: "e"`` at the
   destination), ids unique within the file; an arrow never ends before it starts (see
-  :func:`_flow_points`).
+  :func:`_flow_points`);
+* with a simulated and a measured timeline, each ``op`` event of both carries the model's
+  errors on that op (``start_error_us``, ``end_error_us``, ``duration_error_pct``: model minus
+  measurement, from :meth:`Comparison.errors_of`, the figures ``swimlanes compare`` prints).
 
 :func:`timeline_from_events` reads such a file back (used by trace import).
 """
@@ -34,6 +37,7 @@ import numpy as np
 
 from swimlanes.model.atomic_write import write_text_atomic
 from swimlanes.model.document import OP_KINDS
+from swimlanes.timeline.compare import compare_timelines
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, SOURCES, Timeline, TimelineBuilder
 
 GENERATOR = "swimlanes"
@@ -134,9 +138,11 @@ def _sub_lanes(slices: list[tuple]) -> list[int]:
     return lane
 
 
-def _row_events(tl: Timeline, pid: int) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
-    """Metadata + X events of one timeline; returns also each op's tid and the (ts, end) of
-    its ``op`` slice, for flows."""
+def _row_events(
+    tl: Timeline, pid: int, errors: list[dict[str, float]] | None = None
+) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+    """Metadata + X events of one timeline (``errors``: extra args of each op's ``op`` event);
+    returns also each op's tid and the (ts, end) of its ``op`` slice, for flows."""
     t0 = tl.t0
     slices = _slices(tl)
     lanes = _sub_lanes(slices)
@@ -168,7 +174,7 @@ def _row_events(tl: Timeline, pid: int) -> tuple[list[dict[str, Any]], np.ndarra
         a = args[r]
         if cat == "op":
             op_tid[r], op_span[r] = tid, (ts, ts + dur)
-            a = {**a, "row": row[0]}
+            a = {**a, "row": row[0], **(errors[r] if errors else {})}
         elif cat == "issue":
             a = {"index": a["index"], "op": a["op"], "stream": a["stream"]}
         label = tl.labels[r] or args[r]["op"]
@@ -222,13 +228,40 @@ def _flow_events(
     return out
 
 
+# (arg, decimals): rounded as ``swimlanes compare --json`` rounds them
+_ERROR_ARGS = (("start_error_us", 3), ("end_error_us", 3), ("duration_error_pct", 2))
+
+
+def _error_args(timelines: list[Timeline]) -> list[list[dict[str, float]] | None]:
+    """Per timeline and op, the model's error args, where the first simulated and the first
+    measured timeline can be compared (None for the other timelines)."""
+    out: list[list[dict[str, float]] | None] = [None] * len(timelines)
+    sim = next((k for k, tl in enumerate(timelines) if tl.source == "simulated"), None)
+    meas = next((k for k, tl in enumerate(timelines) if tl.source == "measured"), None)
+    if sim is None or meas is None:
+        return out
+    cmp = compare_timelines(timelines[sim], timelines[meas])
+    for k in (sim, meas):
+        columns = cmp.errors_of(timelines[k].index)
+        out[k] = [
+            {
+                key: round(float(col[r]), digits)
+                for (key, digits), col in zip(_ERROR_ARGS, columns, strict=True)
+                if not np.isnan(col[r])
+            }
+            for r in range(len(timelines[k]))
+        ]
+    return out
+
+
 def timeline_to_chrome_trace(timelines: list[Timeline]) -> dict[str, Any]:
     """The Chrome Trace Event document of ``timelines`` (one process each)."""
     events: list[dict[str, Any]] = []
     next_flow = 1
     pids = _pids(timelines)
-    for tl, pid in zip(timelines, pids, strict=True):
-        rows, op_tid, op_span = _row_events(tl, pid)
+    errors = _error_args(timelines)
+    for tl, pid, errs in zip(timelines, pids, errors, strict=True):
+        rows, op_tid, op_span = _row_events(tl, pid, errs)
         events.extend(rows)
         events.extend(_flow_events(tl, pid, op_tid, op_span, next_flow))
         next_flow += len(tl.dep_src)

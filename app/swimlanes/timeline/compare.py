@@ -184,6 +184,24 @@ class Comparison:
                 )
         return texts
 
+    def errors_of(self, index: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+        """Start and end error (us) and duration error (%) of the ops with program indexes
+        ``index``, model minus measurement; NaN where an op is not in both timelines or a time
+        is missing. The CSV and trace exports take their error figures from here."""
+        index = np.asarray(index, dtype=np.int64)
+        if not len(self):
+            nan = np.full(len(index), np.nan)
+            return nan, nan.copy(), nan.copy()
+        pos = np.minimum(np.searchsorted(self.index, index), len(self) - 1)
+        found = self.index[pos] == index
+
+        def take(col_ns: np.ndarray) -> np.ndarray:
+            us = np.where(col_ns != NO_TIME, col_ns / 1000.0, np.nan)
+            return np.where(found, us[pos], np.nan)
+
+        dur_pct = np.where(found, 100.0 * self.duration_error[pos], np.nan)
+        return take(self.start_error_ns), take(self.end_error_ns), dur_pct
+
     # -- JSON -----------------------------------------------------------------------------------
     def rows_json(self) -> list[dict[str, Any]]:
         """Per-op rows for ``swimlanes compare --json`` (microseconds, errors model - measured)."""

@@ -1,7 +1,9 @@
 """The op table as CSV: one row per op, times in microseconds relative to each timeline's t0.
 
 With a second (measured) timeline, its ops are matched to the first's by program index and
-the table gains measured columns and the errors (measured minus first).
+the table gains measured columns and the errors, model minus measurement, exactly as
+``swimlanes compare`` and the comparison table give them (:meth:`Comparison.errors_of`; device
+spans, or host call spans for host-only ops such as syncs).
 """
 
 from __future__ import annotations
@@ -12,8 +14,9 @@ from pathlib import Path
 
 import numpy as np
 
+from swimlanes.model.atomic_write import write_text_atomic
 from swimlanes.model.document import OP_KINDS
-from swimlanes.model.io import write_text_atomic
+from swimlanes.timeline.compare import compare_timelines
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 BASE_COLUMNS = (
@@ -105,23 +108,21 @@ def _measured_cols(first: Timeline, meas: Timeline) -> list[list[str]]:
     pos = np.minimum(pos, max(len(idx) - 1, 0))
     found = (idx[pos] == first.index) if len(idx) else np.zeros(len(first), dtype=bool)
     m_row = np.where(found, rows[pos] if len(idx) else 0, 0)
-    a, b = _Columns(first), _Columns(meas)
+    b = _Columns(meas)
 
     def take(col: np.ndarray) -> np.ndarray:
         return np.where(found, col[m_row], np.nan) if len(col) else np.full(len(first), np.nan)
 
-    dur1 = take(b.duration)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pct = np.where(a.duration > 0, 100.0 * (dur1 - a.duration) / a.duration, np.nan)
+    start_err, end_err, dur_err_pct = compare_timelines(first, meas).errors_of(first.index)
     cols = [
         _fmt(take(b.issue_start)),
         _fmt(take(b.start)),
         _fmt(take(b.end)),
-        _fmt(dur1),
+        _fmt(take(b.duration)),
         _fmt(take(b.gbps)),
-        _fmt(take(b.start) - a.start),
-        _fmt(take(b.end) - a.end),
-        _fmt(pct, 2),
+        _fmt(start_err),
+        _fmt(end_err),
+        _fmt(dur_err_pct, 2),
     ]
     return [list(row) for row in zip(*cols, strict=True)]
 
