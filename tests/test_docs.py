@@ -238,3 +238,65 @@ def test_figures_script_prints_the_quoted_figures(capsys: pytest.CaptureFixture[
     out = capsys.readouterr().out
     assert "lesson-two-streams                       ideal  4.00 ms" in out
     assert "two-streams on c1060: 6.01 ms" in out
+
+
+def _comparing() -> str:
+    return (DOCS / "comparing.md").read_text(encoding="utf-8")
+
+
+def test_comparing_quotes_what_swimlanes_compare_prints_now(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    from swimlanes.cli import main
+
+    command = "$ swimlanes compare resources/examples/two-streams.json\n```\n\n```text\n"
+    text = _comparing()
+    assert command in text
+    quoted = text.split(command, 1)[1].split("```", 1)[0]
+    run = REPO / "resources" / "measurements" / "two-streams.h200.json"
+    # the shipped measurement, as a machine without a GPU uses; the page shortens its path
+    assert main(["compare", str(EXAMPLES / "two-streams.json"), "--measured", str(run)]) == 0
+    printed = capsys.readouterr().out.replace(str(REPO), "...")
+    assert [line.rstrip() for line in quoted.splitlines()] == [
+        line.rstrip() for line in printed.splitlines()
+    ], "comparing.md: `swimlanes compare` prints other figures now; paste its output"
+
+
+def test_comparing_quotes_the_current_accuracy_of_every_example() -> None:
+    import statistics
+
+    from swimlanes.commands.compare import simulation_device
+    from swimlanes.engine import get_preset, simulate
+    from swimlanes.timeline.compare import compare_timelines
+    from swimlanes.timeline.io import load_run
+
+    text = _comparing()
+    errors = []
+    for run in sorted((REPO / "resources" / "measurements").glob("*.h200.json")):
+        if not (EXAMPLES / run.name.replace(".h200", "")).is_file():
+            continue  # a calibration run, not an example's
+        measured, pipeline = load_run(run)
+        simulated = simulate(pipeline, get_preset(simulation_device(None, measured)))
+        data = compare_timelines(simulated, measured).summary_json()
+        errors.append(abs(data["makespan_error_pct"]))
+        row = (
+            f"| `{run.name.split('.')[0]}` | "
+            f"{data['makespan_sim_us'] / 1000:.2f} ms | "
+            f"{data['makespan_measured_us'] / 1000:.2f} ms | {data['makespan_error_pct']:+.1f}% | "
+            f"{data['flagged']} of {data['compared']} |"
+        )
+        assert row in text, f"comparing.md: the accuracy row is now {row}"
+        if run.name.startswith("chunked-overlap."):  # the side-by-side shot's caption
+            prose = (
+                f"({data['makespan_sim_us'] / 1000:.2f} ms simulated, "
+                f"{data['makespan_measured_us'] / 1000:.2f} ms measured: "
+                f"{data['makespan_error_pct']:+.1f}%), yet {data['flagged']} of the "
+                f"{data['compared']} ops are flagged"
+            )
+            assert prose in " ".join(text.split()), f"comparing.md: now '{prose}'"
+    assert len(errors) == 11
+    summary = (
+        f"The median makespan error is {statistics.median(errors):.1f}% and the worst "
+        f"{max(errors):.1f}%."
+    )
+    assert summary in " ".join(text.split()), f"comparing.md: now '{summary}'"
