@@ -151,3 +151,40 @@ def test_an_export_onto_a_folder_or_under_a_file_is_an_error(qapp, tmp_path) -> 
         export_image(a_file / "chart.png", small_timeline(), None)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["chart.svg", "notes"]
     assert list(folder.iterdir()) == []
+
+
+def test_a_failed_export_from_the_app_says_why_and_keeps_the_file(
+    qtbot, tmp_path, monkeypatch
+) -> None:
+    import errno
+    import os
+
+    from test_main_window import make_window
+
+    from swimlanes.ui import dialogs
+    from swimlanes.ui.app import open_initial
+
+    window = make_window(qtbot, tmp_path)
+    open_initial(window, None)
+    errors: list[str] = []
+    monkeypatch.setattr(dialogs, "show_error", lambda parent, title, text: errors.append(text))
+    chart, table = tmp_path / "chart.svg", tmp_path / "ops.csv"
+    for path in (chart, table):
+        path.write_bytes(b"the previous export")
+    monkeypatch.setattr(dialogs, "save_file", lambda *a: str(chart))
+    write, check = export_image_module._WRITERS[".svg"]
+    monkeypatch.setitem(export_image_module._WRITERS, ".svg", (_cut_short(write), check))
+    assert not window.export_image()
+    monkeypatch.setattr(dialogs, "save_file", lambda *a: str(table))
+
+    def disk_full(fd: int, data: bytes) -> int:
+        raise OSError(errno.ENOSPC, "No space left on device")
+
+    monkeypatch.setattr(os, "write", disk_full)
+    assert not window.export_csv()
+    assert errors == [
+        f"{chart}: the SVG file came out incomplete (is the disk full?)\n\nNothing was written.",
+        f"{table}: No space left on device\n\nNothing was written.",
+    ]
+    assert chart.read_bytes() == table.read_bytes() == b"the previous export"
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []

@@ -406,7 +406,9 @@ class FileHandling:
         try:
             write()
         except (OSError, ValueError) as err:
-            show_error(self, "Export failed", f"{path}: {err}")
+            why = (err.strerror if isinstance(err, OSError) else None) or err
+            # The writers leave a file already at ``path`` as it was.
+            show_error(self, "Export failed", f"{path}: {why}\n\nNothing was written.")
             return False
         self.status(f"Exported {path}")
         return True
