@@ -69,6 +69,9 @@ def _us(v: float | None) -> str:
 
 
 def format_comparison(data: dict, source: str) -> str:
+    """The text form of ``swimlanes compare``: per op the simulated and measured span and the
+    end error, model minus measurement (``data`` is :meth:`Comparison.to_json` plus
+    ``pipeline``), then the makespans and how many ops are flagged."""
     lines = [
         f"{data['pipeline']}: simulated on {data['device_sim']}, measured on "
         f"{data['device_measured']} ({source}); times in us, errors = model - measurement",
