@@ -94,6 +94,9 @@ class DocumentController(QObject):
     selection_changed = Signal()
     error = Signal(str)
     path_changed = Signal()
+    #: Another document replaced this one (New, Open, an example, a recovery); emitted
+    #: before ``changed`` so views drop what belonged to the old one first.
+    replaced = Signal()
     #: The document became clean (saved/loaded) or dirty; connect here, not to the undo stack,
     #: whose destructor emits its own signals while the controller is being destroyed.
     clean_changed = Signal(bool)
@@ -134,6 +137,7 @@ class DocumentController(QObject):
         self._selection = []
         self._selected_stream = None
         self.path = Path(path) if path is not None else None
+        self.replaced.emit()
         self.changed.emit()
         self.selection_changed.emit()
         self.path_changed.emit()

@@ -46,7 +46,7 @@ from swimlanes.ui.gantt.side_by_side import ComparisonCharts
 from swimlanes.ui.gantt.summary import SummaryStrip
 from swimlanes.ui.gpu_runner import GpuRunner
 from swimlanes.ui.insights_panel import InsightsPanel
-from swimlanes.ui.measurement_loading import MeasurementLoading
+from swimlanes.ui.measurement_loading import LoadProgress, MeasurementLoading
 from swimlanes.ui.settings import Settings
 from swimlanes.ui.window_layout import CompareArrangement, default_layout, first_start_size
 from swimlanes.ui.workers import SimulationRunner
@@ -80,6 +80,8 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
         self.gpu_runner.setParent(self)
         self.autosaver = Autosaver(self.controller, path=autosave_path, parent=self)
         self.simulated: Timeline | None = None
+        #: Why there is no current simulated schedule ("" when there is one).
+        self.simulation_problem = ""
         self.measured: Timeline | None = None
         self.measured_pipeline: Any = None
         self.comparison: Any = None
@@ -164,11 +166,7 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
         self.progress_bar.setFormat("GPU run %p%")
         self.progress_bar.hide()
         # Large pipelines simulate in a worker: show that something is happening.
-        self.sim_progress = QProgressBar()
-        self.sim_progress.setMaximumWidth(180)
-        self.sim_progress.setRange(0, 1000)
-        self.sim_progress.setFormat("Simulating %p%")
-        self.sim_progress.hide()
+        self.sim_progress = LoadProgress(name="sim_progress")
         self.statusBar().addPermanentWidget(self.sim_progress)
         self.timing_label = QLabel()
         self.statusBar().addPermanentWidget(self.progress_bar)
@@ -245,10 +243,12 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
         self.insights.ops_selected.connect(c.set_selection_indexes)
         self.bottom_tabs.currentChanged.connect(lambda _i: self._refresh_insights())
 
+        c.replaced.connect(self._on_document_replaced)
         self.sim_runner.simulated.connect(self._on_simulated)
         self.sim_runner.failed.connect(self._on_simulation_failed)
         self.sim_runner.busy_changed.connect(self._on_simulation_busy)
-        self.sim_runner.progress.connect(lambda f: self.sim_progress.setValue(int(1000 * f)))
+        self.sim_runner.progress.connect(self.sim_progress.set_fraction)
+        self.sim_progress.cancel_button.clicked.connect(self.sim_runner.cancel)
         g = self.gpu_runner
         g.running_changed.connect(self._on_gpu_running)
         g.progress.connect(lambda f: self.progress_bar.setValue(int(1000 * f)))
@@ -259,11 +259,10 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
 
     # -- simulation results -------------------------------------------------------------------
     def _on_simulated(self, timeline: Timeline) -> None:
-        first = self.simulated is None
         self.simulated = timeline
-        self.charts.set_simulated(timeline)
-        if first:
-            self.charts.fit_all()
+        self.simulation_problem = ""
+        # a result from the worker took long enough for the user to wait for it: show it whole
+        self.charts.set_simulated(timeline, refit=self.sim_runner.last_from_worker)
         self.refresh_results()
         self.timing_label.setText(f"simulated in {1000 * self.sim_runner.last_seconds:.1f} ms")
         self.statusBar().showMessage(
@@ -273,11 +272,32 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
         )
 
     def _on_simulation_busy(self, busy: bool) -> None:
-        self.sim_progress.setValue(0)
-        self.sim_progress.setVisible(busy)
+        if busy:
+            self.sim_progress.begin(self.document_name(), "Simulating")
+        else:
+            self.sim_progress.hide()
 
     def _on_simulation_failed(self, message: str) -> None:
-        self.statusBar().showMessage(f"Simulation failed: {message}", 15000)
+        """Nothing may look current that is not: the schedule fades with the reason over it,
+        the table, the summary and the insights drop the stale results."""
+        first_line = message.splitlines()[0] if message else "unknown error"
+        self.statusBar().showMessage(f"Simulation failed: {first_line}", 15000)
+        self.simulated = None
+        self.simulation_problem = f"Simulation failed: {message}"
+        self.charts.set_simulation_problem(
+            f"{self.simulation_problem}\nThe faded schedule is the last one that simulated; "
+            "it does not show the document as it is now."
+        )
+        self.set_playing(False)
+        self.insights.set_insights([])
+        self.refresh_results()
+
+    def _on_document_replaced(self) -> None:
+        # New, Open, an example or a recovery: nothing of the previous document stays on screen.
+        self.simulated = None
+        self.simulation_problem = ""
+        self.set_playing(False)
+        self.charts.reset_view()
 
     def refresh_results(self) -> None:
         """Recompute the comparison, the summary, the table and the insights."""
@@ -291,7 +311,7 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
             self.table.set_comparison(self.comparison)
             self.charts.set_flags(self.comparison.flagged_indexes)
         else:
-            note = ""
+            note = self.simulation_problem
             if sim is not None and meas is not None:
                 note = (
                     f"The measurement ({len(meas)} ops) does not match the pipeline "
@@ -303,7 +323,7 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
             metrics = (self.comparison.sim_metrics, self.comparison.meas_metrics)
         else:
             metrics = tuple(compute_metrics(t) if t is not None else None for t in (sim, meas))
-        self.summary.set_metrics(*metrics)
+        self.summary.set_metrics(*metrics, comparable=matches)
         self._insights_stale = True
         self._insights_timer.start()  # after the chart is drawn, and once per burst of edits
         self._on_selection_changed()

@@ -26,16 +26,17 @@ from swimlanes.ui.workers import TaskRunner
 
 
 class LoadProgress(QWidget):
-    """Status-bar progress of a file being loaded, with a Cancel button; hidden when idle."""
+    """Status-bar progress of long work (a file being loaded, a large simulation), with a
+    Cancel button; hidden when idle."""
 
-    def __init__(self, parent: QWidget | None = None) -> None:
+    def __init__(self, parent: QWidget | None = None, name: str = "load_progress") -> None:
         super().__init__(parent)
-        self.setObjectName("load_progress")
+        self.setObjectName(name)
         self.bar = QProgressBar()
         self.bar.setRange(0, 1000)
         self.bar.setMaximumWidth(260)
         self.cancel_button = QToolButton()
-        self.cancel_button.setObjectName("cancel_load_button")
+        self.cancel_button.setObjectName(f"cancel_{name}_button".replace("_progress", ""))
         self.cancel_button.setText("Cancel")
         self.cancel_button.setAutoRaise(True)
         self.cancel_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_BrowserStop))
@@ -47,10 +48,11 @@ class LoadProgress(QWidget):
         layout.addWidget(self.cancel_button)
         self.hide()
 
-    def begin(self, name: str) -> None:
+    def begin(self, name: str, doing: str = "Loading") -> None:
+        """Show ``doing name`` and 0 %; the Cancel button's tooltip says what it stops."""
         # %p is the only placeholder QProgressBar knows: a % in the file name must stay text.
-        self.bar.setFormat(f"Loading {name.replace('%', '%%')} %p%")
-        self.cancel_button.setToolTip(f"Stop loading {name}")
+        self.bar.setFormat(f"{doing} {name.replace('%', '%%')} %p%")
+        self.cancel_button.setToolTip(f"Stop {doing.lower()} {name}")
         self.bar.setValue(0)
         self.show()
 

@@ -1,5 +1,6 @@
 """Work off the UI thread: re-simulation after edits (throttled, synchronous when small, in a
-worker thread when large) and TaskRunner for any other long function (trace import).
+worker thread with cancel when it could take long) and TaskRunner for any other long function
+(trace import).
 
 The pattern follows Orange3's concurrent widgets: a plain function does the work and takes
 ``progress``/``cancel`` callbacks; a QRunnable runs it on the thread pool; results come back to
@@ -19,8 +20,12 @@ from swimlanes.model.document import Pipeline
 from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui.main_thread_gc import install_main_thread_gc
 
-#: Pipelines with fewer ops than this simulate on the UI thread: faster than a thread hop.
+#: Pipelines whose simulation takes fewer steps than this simulate on the UI thread (a few
+#: milliseconds: faster than a thread hop); anything larger runs in a worker with cancel.
 SYNC_OP_LIMIT = 2000
+#: The block scheduler takes about one step per wave of a kernel's blocks over the whole GPU;
+#: no preset has more than this many block slots (SMs x resident blocks).
+_BLOCK_SLOTS_PER_STEP = 1024
 DEBOUNCE_MS = 120
 
 SimulateFn = Callable[..., Timeline]
@@ -30,6 +35,18 @@ def _default_simulate(pipeline: Pipeline, device: Any, **kwargs: Any) -> Timelin
     from swimlanes.engine import simulate
 
     return simulate(pipeline, device, **kwargs)
+
+
+def simulation_steps(pipeline: Pipeline) -> int:
+    """A cheap upper estimate of the simulator's work for ``pipeline``: one step per op plus
+    one per wave of kernel blocks. It decides whether a run may block the UI thread: a single
+    kernel of a billion blocks is one op but seconds of simulation."""
+    waves = 0
+    for op in pipeline.program:
+        blocks = op.blocks
+        if op.op == "kernel" and isinstance(blocks, int) and blocks > _BLOCK_SLOTS_PER_STEP:
+            waves += blocks // _BLOCK_SLOTS_PER_STEP
+    return len(pipeline.program) + waves
 
 
 def _is_cancellation(err: BaseException) -> bool:
@@ -72,6 +89,8 @@ class SimulationRunner(QObject):
         self.sync_op_limit = sync_op_limit
         self.last_timeline: Timeline | None = None
         self.last_seconds = 0.0
+        #: Whether the last result came from the worker thread (a large pipeline).
+        self.last_from_worker = False
         self._simulate = simulate_fn or _default_simulate
         self._generation = 0
         self._busy = False
@@ -126,7 +145,7 @@ class SimulationRunner(QObject):
         gen = self._generation
         pipeline = self.controller.pipeline
         device = self.device
-        if len(pipeline.program) < self.sync_op_limit:
+        if simulation_steps(pipeline) < self.sync_op_limit:
             # On the UI thread nothing can edit the document meanwhile: no copy needed.
             self._tasks.cancel()
             t0 = time.perf_counter()
@@ -135,7 +154,7 @@ class SimulationRunner(QObject):
             except Exception as err:  # noqa: BLE001 - shown in the status bar, never a crash
                 self._on_error(gen, _error_text(err))
                 return
-            self._on_done(gen, timeline, time.perf_counter() - t0)
+            self._on_done(gen, timeline, time.perf_counter() - t0, from_worker=False)
             return
         simulate = self._simulate
         pipeline = pipeline.copy()  # the worker must not see later edits half-applied
@@ -152,6 +171,19 @@ class SimulationRunner(QObject):
     def is_busy(self) -> bool:
         return self._busy
 
+    def cancel(self) -> bool:
+        """Stop the simulation running in the worker (the user's Cancel): ``failed`` says so,
+        since the schedule on screen is then not the document's. False if none was running."""
+        if not self._busy:
+            return False
+        self._timer.stop()
+        self._pending = False
+        self._generation += 1
+        self._tasks.cancel()
+        self._set_busy(False)
+        self.failed.emit("stopped before it finished (Simulate runs it again)")
+        return True
+
     def shutdown(self, msecs: int = 3000) -> None:
         """Stop pending work (the app is closing)."""
         self._timer.stop()
@@ -162,12 +194,15 @@ class SimulationRunner(QObject):
     def _is_stale(self, generation: int) -> bool:
         return generation != self._generation
 
-    def _on_done(self, generation: int, timeline: Timeline, seconds: float) -> None:
+    def _on_done(
+        self, generation: int, timeline: Timeline, seconds: float, *, from_worker: bool
+    ) -> None:
         if self._is_stale(generation):
             return
         self._set_busy(False)
         self.last_timeline = timeline
         self.last_seconds = seconds
+        self.last_from_worker = from_worker
         self.simulated.emit(timeline)
 
     def _on_error(self, generation: int, message: str) -> None:
@@ -178,7 +213,7 @@ class SimulationRunner(QObject):
 
     def _on_task_done(self, result: object) -> None:
         timeline, seconds = result  # type: ignore[misc] - what work() returns
-        self._on_done(self._generation, timeline, seconds)
+        self._on_done(self._generation, timeline, seconds, from_worker=True)
 
     def _on_task_failed(self, err: object) -> None:
         if isinstance(err, BaseException) and _is_cancellation(err):

@@ -35,6 +35,7 @@ from swimlanes.ui.gantt.rows import (
     occupancy_tooltip,
     op_tooltip,
 )
+from swimlanes.ui.gantt.viewbox import ChartViewBox
 from swimlanes.ui.style import CATEGORY_COLOUR, OKABE_ITO
 
 ZOOM_STEP = 0.8
@@ -43,43 +44,14 @@ PAN_STEP = 0.1
 MIN_ROW_PX = 20
 
 
-class _ChartViewBox(pg.ViewBox):
-    """X-only wheel zoom and drag pan; clicks and shift-drags (the ruler) become signals."""
-
-    clicked = Signal(float, float, object)
-    ruler_dragged = Signal(float, float, bool)
-
-    def __init__(self) -> None:
-        super().__init__(enableMenu=False)
-        self.setMouseEnabled(x=True, y=False)
-        self.invertY(True)
-        self.ruler_mode = False
-
-    def mouseClickEvent(self, ev) -> None:  # noqa: ANN001, N802 - Qt override
-        if ev.button() == Qt.MouseButton.LeftButton:
-            ev.accept()
-            p = self.mapSceneToView(ev.scenePos())
-            self.clicked.emit(p.x(), p.y(), ev.modifiers())
-        else:
-            super().mouseClickEvent(ev)
-
-    def mouseDragEvent(self, ev, axis=None) -> None:  # noqa: ANN001, N802 - Qt override
-        shift = bool(ev.modifiers() & Qt.KeyboardModifier.ShiftModifier)
-        if ev.button() == Qt.MouseButton.LeftButton and (self.ruler_mode or shift):
-            ev.accept()
-            a = self.mapSceneToView(ev.buttonDownScenePos()).x()
-            b = self.mapSceneToView(ev.scenePos()).x()
-            self.ruler_dragged.emit(a, b, ev.isFinish())
-        else:
-            super().mouseDragEvent(ev, axis)
-
-
 class GanttChart(QWidget):
     """One timeline as a Gantt chart, with selection, hover, dependencies, ruler and cursor."""
 
     selection_changed = Signal(list)
     #: The legend's (text, colour, shape) entries changed (a shared legend follows them).
     legend_changed = Signal(list)
+    #: The user zoomed or panned (False), or asked to see the whole timeline (True).
+    view_changed_by_user = Signal(bool)
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -94,7 +66,7 @@ class GanttChart(QWidget):
         self.hover_text = ""
 
         self.legend = LegendBar(self)
-        self._vb = _ChartViewBox()
+        self._vb = ChartViewBox()
         self._row_axis = RowAxisItem()
         self.plot_widget = pg.PlotWidget(
             viewBox=self._vb, axisItems={"bottom": TimeAxisItem(), "left": self._row_axis}
@@ -127,6 +99,9 @@ class GanttChart(QWidget):
         self._ruler_text.hide()
         self._ruler.sigRegionChanged.connect(self._update_ruler_text)
         self._vb.clicked.connect(self._on_click)
+        self._vb.sigRangeChangedManually.connect(
+            lambda _mask: self.view_changed_by_user.emit(False)
+        )
         self._vb.ruler_dragged.connect(self._on_ruler_drag)
         self.plot_widget.scene().sigMouseMoved.connect(self._on_hover)
 
@@ -333,22 +308,38 @@ class GanttChart(QWidget):
         return QPointF(self.plot_widget.mapFromScene(scene))
 
     def zoom(self, factor: float, centre_us: float | None = None) -> None:
+        """Zoom the time axis (the user's action: the view stops following new results)."""
         lo, hi = self._vb.viewRange()[0]
         c = (lo + hi) / 2 if centre_us is None else centre_us
         self._vb.setXRange(c - (c - lo) * factor, c + (hi - c) * factor, padding=0)
+        self.view_changed_by_user.emit(False)
 
     def pan(self, fraction: float) -> None:
+        """Pan by a fraction of the visible range (the user's action, like :meth:`zoom`)."""
         lo, hi = self._vb.viewRange()[0]
         d = (hi - lo) * fraction
         self._vb.setXRange(lo + d, hi + d, padding=0)
+        self.view_changed_by_user.emit(False)
+
+    def set_greyed(self, on: bool) -> None:
+        """Draw the schedule faded: it no longer matches the document (a failed simulation)."""
+        for item in (self._bars, self._occupancy, self._overlay, self._arrows):
+            item.setOpacity(0.25 if on else 1.0)
+
+    def is_greyed(self) -> bool:
+        return self._bars.opacity() < 1.0
 
     # -- ruler ------------------------------------------------------------------------------------
     def set_ruler_enabled(self, on: bool) -> None:
         """Ruler mode: a plain drag measures instead of panning (shift-drag always measures)."""
         self._vb.ruler_mode = on
         if not on:
-            self._ruler.hide()
-            self._ruler_text.hide()
+            self.clear_ruler()
+
+    def clear_ruler(self) -> None:
+        """Hide the measured span (Escape, or another document)."""
+        self._ruler.hide()
+        self._ruler_text.hide()
 
     def set_ruler_ns(self, t0: int, t1: int) -> None:
         self._ruler.setRegion((t0 / 1000.0, t1 / 1000.0))
@@ -444,9 +435,9 @@ class GanttChart(QWidget):
             self.pan(PAN_STEP)
         elif key in (Qt.Key.Key_F, Qt.Key.Key_Home):
             self.fit_all()
+            self.view_changed_by_user.emit(True)
         elif key == Qt.Key.Key_Escape and self._ruler.isVisible():
-            self._ruler.hide()
-            self._ruler_text.hide()
+            self.clear_ruler()
         else:
             return False
         event.accept()

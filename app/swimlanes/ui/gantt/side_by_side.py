@@ -15,6 +15,7 @@ from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui.gantt.chart import GanttChart
 from swimlanes.ui.gantt.decorations import LegendBar
 from swimlanes.ui.gantt.rows import timeline_row_keys
+from swimlanes.ui.style import OKABE_ITO
 
 
 def simulated_title(tl: Timeline | None) -> str:
@@ -64,11 +65,21 @@ class _Pane(QWidget):
         super().__init__()
         self.title = QLabel()
         self.title.setStyleSheet("font-weight: bold; padding: 2px 4px;")
+        # Says why the chart below is faded: it is not the schedule of the document any more.
+        self.problem = QLabel()
+        self.problem.setObjectName("chart_problem")
+        self.problem.setWordWrap(True)
+        self.problem.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
+        self.problem.setStyleSheet(
+            f"background: {OKABE_ITO['vermillion']}; color: white; padding: 3px 6px;"
+        )
+        self.problem.hide()
         self.chart = chart
         box = QVBoxLayout(self)
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(0)
         box.addWidget(self.title)
+        box.addWidget(self.problem)
         box.addWidget(chart, 1)
 
 
@@ -108,6 +119,11 @@ class ComparisonCharts(QWidget):
         self._simulated: Timeline | None = None
         self._measured: Timeline | None = None
         self._overlay = False
+        # The time axis follows each new result (shows it whole) until the user zooms or pans.
+        self._follows_data = True
+        self._awaits_first = True
+        for chart in (self.simulated_chart, self.measured_chart):
+            chart.view_changed_by_user.connect(self._on_user_view)
         self.simulated_chart.selection_changed.connect(self._from_simulated)
         self.measured_chart.selection_changed.connect(self._from_measured)
         self._meas_pane.hide()
@@ -115,12 +131,48 @@ class ComparisonCharts(QWidget):
         self._update_legend()
 
     # -- data -------------------------------------------------------------------------------------
-    def set_simulated(self, tl: Timeline | None) -> None:
+    def set_simulated(self, tl: Timeline | None, *, refit: bool = False) -> None:
+        """Show a new simulated schedule; it clears a failure shown by
+        :meth:`set_simulation_problem`. The axis refits to the first schedule of a document,
+        and to one with ``refit`` (a result that took a while), unless the user has zoomed
+        since; an edit's quick result keeps the view where the user is looking."""
         self._simulated = tl
+        self.set_simulation_problem(None)
+        if self._follows_data and (refit or self._awaits_first):
+            self.fit_all()  # first: the chart then draws once, at its new range
+        self._awaits_first = tl is None
         self.simulated_chart.set_timeline(tl)
         self._sync_rows()
         self._update_overlay()
         self._retitle()
+
+    def set_simulation_problem(self, message: str | None) -> None:
+        """Fade the simulated schedule and say why (a failed or stopped simulation), or None
+        when the schedule shown is current again."""
+        self._sim_pane.problem.setText(message or "")
+        self._sim_pane.problem.setVisible(bool(message))
+        self.simulated_chart.set_greyed(bool(message))
+
+    def simulation_problem(self) -> str:
+        """The reason shown over a stale simulated schedule ("" when it is current)."""
+        return self._sim_pane.problem.text() if self.simulated_chart.is_greyed() else ""
+
+    def reset_view(self) -> None:
+        """Another document: no ruler, cursor or failure left over, and the axis follows the
+        next results again."""
+        for chart in (self.simulated_chart, self.measured_chart):
+            chart.clear_ruler()
+            chart.set_cursor(None)
+        self.set_simulation_problem(None)
+        self._follows_data = True
+        self._awaits_first = True
+
+    def follows_data(self) -> bool:
+        """Whether new results refit the time axis (until the user zooms or pans)."""
+        return self._follows_data
+
+    def _on_user_view(self, whole: bool) -> None:
+        self._follows_data = whole
 
     def set_measured(self, tl: Timeline | None) -> None:
         """Show a measured run under the simulation (None hides the measured chart)."""
@@ -237,7 +289,8 @@ class ComparisonCharts(QWidget):
         self.measured_chart.set_cursor(t_ns)
 
     def fit_all(self) -> None:
-        """Show the longer of the two runs whole."""
+        """Show the longer of the two runs whole (and follow later results again)."""
+        self._follows_data = True
         spans = [tl.makespan_ns for tl in (self._simulated, self._measured) if tl is not None]
         span = max(spans) if spans and max(spans) > 0 else 1000
         pad = span // 50

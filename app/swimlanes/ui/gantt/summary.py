@@ -28,8 +28,13 @@ def _error(sim: float | None, meas: float | None) -> str:
     return f"{(sim - meas) / meas * 100:+.1f} %"
 
 
-def summary_rows(simulated: Any, measured: Any) -> list[tuple[str, str, str, str]]:
-    """(quantity, simulated, measured, model error) rows, shared by the strip and exports."""
+def summary_rows(
+    simulated: Any, measured: Any, comparable: bool = True
+) -> list[tuple[str, str, str, str]]:
+    """(quantity, simulated, measured, model error) rows, shared by the strip and exports.
+
+    ``comparable`` False (a measurement of another pipeline) leaves the model error out: the
+    two numbers are not of the same program."""
     rows: list[tuple[str, str, str, str]] = []
 
     def add(name: str, attr: str, fmt: Any, error: bool = True) -> None:
@@ -41,7 +46,7 @@ def summary_rows(simulated: Any, measured: Any) -> list[tuple[str, str, str, str
                 name,
                 "—" if s is None else fmt(s),
                 "—" if m is None else fmt(m),
-                _error(s, m) if error else "",
+                _error(s, m) if error and comparable else "",
             )
         )
 
@@ -101,11 +106,13 @@ class SummaryStrip(QWidget):
             self._cells[(row, col)] = label
         return label
 
-    def set_metrics(self, simulated: Any, measured: Any) -> None:
-        """Show these metrics (None for a missing side)."""
-        self.rows = summary_rows(simulated, measured)
+    def set_metrics(self, simulated: Any, measured: Any, comparable: bool = True) -> None:
+        """Show these metrics (None for a missing side); no model error unless the measurement
+        is of the simulated pipeline (``comparable``)."""
+        self.rows = summary_rows(simulated, measured, comparable)
         has_measured = measured is not None
-        heads = ["", "simulated"] + (["measured", "model error"] if has_measured else [])
+        error_head = "model error" if comparable else "model error: n/a (other pipeline)"
+        heads = ["", "simulated"] + (["measured", error_head] if has_measured else [])
         texts: dict[tuple[int, int], str] = {(r, 0): t for r, t in enumerate(heads)}
         for c, (name, s, m, err) in enumerate(self.rows, start=1):
             texts[(0, c)] = name
