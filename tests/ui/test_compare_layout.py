@@ -59,7 +59,7 @@ def test_opening_a_measurement_switches_to_the_compare_layout_and_back(qtbot, tm
     assert win.measured is not None and win.comparison is not None
     qtbot.wait(50)
     assert win.actions.compare_layout.isChecked()
-    _assert_both_charts_show_whole(win)
+    qtbot.waitUntil(lambda: _assert_both_charts_show_whole(win), timeout=5000)
     sim, meas = win.charts.simulated_chart, win.charts.measured_chart
     # still aligned: the same rows, the same axis width, a time at the same pixel column
     assert sim.rows() == meas.rows() and len(sim.rows()) >= 7
@@ -96,9 +96,9 @@ def test_the_compare_layout_is_a_view_menu_toggle_with_a_shortcut(qtbot, tmp_pat
     action.trigger()
     qtbot.wait(50)
     action.trigger()  # and on again, by hand
-    qtbot.wait(50)
+    # the arrangement settles from the event loop (later on a busy machine)
+    qtbot.waitUntil(lambda: _assert_both_charts_show_whole(win), timeout=5000)
     assert abs(win.lanes.visible_lanes() - lanes_in_compare) < 0.5
-    _assert_both_charts_show_whole(win)
 
 
 def test_a_new_document_drops_the_measurement_and_the_compare_layout(qtbot, tmp_path) -> None:
