@@ -149,3 +149,16 @@ def test_a_long_simulation_runs_in_the_worker_and_can_be_stopped(qtbot, tmp_path
     assert "stopped" in win.charts.simulation_problem()
     assert win.simulated is None
     release.set()
+
+
+def test_an_autosave_that_cannot_be_written_is_shown_in_the_window(qtbot, tmp_path) -> None:
+    blocker = tmp_path / "full-disk"
+    blocker.write_text("x", encoding="utf-8")
+    win = make_window(qtbot, tmp_path)
+    win.open_example("two-streams")
+    win.autosaver._writer.path = blocker / "recovery.json"  # any OSError: full, read-only...
+    win.autosaver._timer.setInterval(10)
+    _edit(win)
+    qtbot.waitUntil(lambda: not win.autosave_warning.isHidden(), timeout=3000)
+    assert "full-disk" in win.autosave_warning.toolTip()
+    assert "Autosave failed" in win.statusBar().currentMessage()

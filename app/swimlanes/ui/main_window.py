@@ -169,6 +169,12 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
         self.sim_progress = LoadProgress(name="sim_progress")
         self.statusBar().addPermanentWidget(self.sim_progress)
         self.timing_label = QLabel()
+        # Shown while the recovery copy cannot be written: edits are then not crash-safe.
+        self.autosave_warning = QLabel()
+        self.autosave_warning.setObjectName("autosave_warning")
+        self.autosave_warning.setStyleSheet("color: #D55E00; font-weight: bold;")
+        self.autosave_warning.hide()
+        self.statusBar().addPermanentWidget(self.autosave_warning)
         self.statusBar().addPermanentWidget(self.progress_bar)
         self.statusBar().addPermanentWidget(self.timing_label)
         self.init_measurement_loading(self.statusBar())
@@ -244,6 +250,8 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
         self.bottom_tabs.currentChanged.connect(lambda _i: self._refresh_insights())
 
         c.replaced.connect(self._on_document_replaced)
+        self.autosaver.failed.connect(self._on_autosave_failed)
+        self.autosaver.saved.connect(lambda _path: self.autosave_warning.hide())
         self.sim_runner.simulated.connect(self._on_simulated)
         self.sim_runner.failed.connect(self._on_simulation_failed)
         self.sim_runner.busy_changed.connect(self._on_simulation_busy)
@@ -291,6 +299,16 @@ class MainWindow(FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
         self.set_playing(False)
         self.insights.set_insights([])
         self.refresh_results()
+
+    def _on_autosave_failed(self, message: str) -> None:
+        self.autosave_warning.setText("Autosave failed")
+        self.autosave_warning.setToolTip(
+            f"The recovery copy of your unsaved work could not be written to "
+            f"{self.autosaver.path}: {message}\nUntil it can, a crash would lose the edits "
+            "since the last save. Swimlanes keeps trying; saving the document also protects it."
+        )
+        self.autosave_warning.show()
+        self.statusBar().showMessage(f"Autosave failed: {message}", 15000)
 
     def _on_document_replaced(self) -> None:
         # New, Open, an example or a recovery: nothing of the previous document stays on screen.
