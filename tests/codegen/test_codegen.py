@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import ast
 import io
-import shutil
-import subprocess
+import json
+import re
 import tokenize
 from pathlib import Path
 
-import pytest
-
 from swimlanes.cli import main
-from swimlanes.codegen import generate_cuda, generate_python
+from swimlanes.codegen import (
+    cpp_string_literal,
+    generate_cuda,
+    generate_python,
+    python_string_literal,
+)
 from swimlanes.model import Pipeline, load_pipeline, pipeline_from_dict
 from swimlanes.resources import example_names, example_path
 
@@ -72,15 +75,17 @@ def _called_names(tree: ast.AST) -> set[str]:
     return names
 
 
-def test_generated_python_parses_and_hostile_text_stays_in_comments() -> None:
+def test_generated_python_parses_and_hostile_text_stays_in_string_literals() -> None:
     source = generate_python(hostile_pipeline())
-    tree = ast.parse(source)
+    tree = ast.parse(source.encode("ascii"))
     assert "system" not in _called_names(tree)
-    # The hostile text may only appear inside comments or string literals.
+    # The hostile text may only appear inside string literals: never in a comment.
     tokens = tokenize.generate_tokens(io.StringIO(source).readline)
     for tok in tokens:
         if "rm -rf" in tok.string:
-            assert tok.type in (tokenize.COMMENT, tokenize.STRING), tok
+            assert tok.type == tokenize.STRING, tok
+    strings = {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant)}
+    assert HOSTILE in strings  # the name and the labels, exactly
 
 
 def test_generated_python_issues_every_call_in_program_order() -> None:
@@ -113,31 +118,52 @@ def test_generated_python_issues_every_call_in_program_order() -> None:
         pos = found + 1
 
 
+def _cpp_code_and_comments(source: str) -> tuple[str, list[str]]:
+    """The code with string literals emptied, and the comments."""
+    comments: list[str] = []
+
+    def take(m: re.Match[str]) -> str:
+        if m.group(0).startswith("/"):
+            comments.append(m.group(0))
+            return " "
+        return '""'
+
+    code = re.sub(r'//[^\n]*|/\*.*?\*/|"(?:\\.|[^"\\\n])*"', take, source, flags=re.S)
+    return code, comments
+
+
 def test_generated_cuda_is_well_formed() -> None:
     source = generate_cuda(hostile_pipeline())
-    code_lines = [ln.split("//", 1)[0] for ln in source.splitlines()]
-    code = "\n".join(code_lines)
-    assert "rm -rf" not in code
-    assert "/*" not in code
+    code, comments = _cpp_code_and_comments(source)
+    assert "rm -rf" not in code and not any("rm -rf" in c for c in comments)
+    assert "#include <evil>" not in code
     assert code.count("{") == code.count("}")
     assert "cudaStreamCreateWithPriority" in source
     assert "cudaStreamNonBlocking, -1" in source
     assert "cudaStreamPerThread" in source
     assert "cudaLaunchHostFunc" in source
-    assert "#include <evil>" not in code
+    # the labels are string literals that set the op label CUDA errors name
+    assert source.count('g_op_label = "x\\"\\"\\"\\012import os;') == 3
 
 
-@pytest.mark.skipif(shutil.which("nvcc") is None, reason="nvcc not installed")
-def test_generated_cuda_compiles_with_nvcc(tmp_path: Path) -> None:
-    src = tmp_path / "pipeline.cu"
-    src.write_text(generate_cuda(hostile_pipeline()))
-    out = subprocess.run(
-        ["nvcc", "-O2", "-c", str(src), "-o", str(tmp_path / "pipeline.o")],
-        capture_output=True,
-        text=True,
-        timeout=300,
+def test_op_labels_are_set_once_per_change_and_cleared_after_the_program() -> None:
+    pipeline = pipeline_from_dict(
+        {
+            "format": "swimlanes-pipeline",
+            "version": 1,
+            "program": [
+                {"op": "host", "duration_us": 1, "label": "a"},
+                {"op": "host", "duration_us": 1, "label": "a"},
+                {"op": "host", "duration_us": 1},
+                {"op": "host", "duration_us": 1},
+                {"op": "host", "duration_us": 1, "label": "b"},
+            ],
+        }
     )
-    assert out.returncode == 0, out.stderr
+    py = generate_python(pipeline).split("def run_program", 1)[1].split("\ndef main", 1)[0]
+    assert re.findall(r"op_label = (.*)", py) == ["'a'", "''", "'b'", "''"]
+    cu = generate_cuda(pipeline).split("run_program() {", 1)[1].split("\nint main", 1)[0]
+    assert re.findall(r"g_op_label = (.*);", cu) == ['"a"', '""', '"b"', '""']
 
 
 def test_codegen_covers_every_shipped_example(tmp_path: Path) -> None:
@@ -145,9 +171,13 @@ def test_codegen_covers_every_shipped_example(tmp_path: Path) -> None:
     assert names, "no shipped examples"
     for name in names:
         pipeline = load_pipeline(example_path(name))
-        ast.parse(generate_python(pipeline))
+        py = generate_python(pipeline)
+        ast.parse(py.encode("ascii"))
         cu = generate_cuda(pipeline)
-        assert cu.count("{") == cu.count("}"), name
+        assert cu.isascii() and cu.count("{") == cu.count("}"), name
+        # the example's name comes back from a literal in both programs
+        assert f"PIPELINE_NAME = {python_string_literal(pipeline.name)}\n" in py
+        assert cpp_string_literal(json.dumps(pipeline.name)) in cu
 
 
 def test_codegen_cli_writes_both_languages(tmp_path: Path) -> None:

@@ -6,7 +6,20 @@ executor's synthetic kernels; the program prints the median makespan as a JSON l
 
 from __future__ import annotations
 
-from swimlanes.codegen.plan import CodePlan, comment_text, make_plan
+import json
+
+from swimlanes.codegen.plan import (
+    MAX_GRID_BLOCKS,
+    CodegenError,
+    CodePlan,
+    checked_int,
+    cpp_string_literal,
+    float_literal,
+    label_changes,
+    make_plan,
+    op_bytes,
+    rounded_int,
+)
 from swimlanes.model.document import Op, Pipeline
 from swimlanes.units import format_bytes
 
@@ -18,12 +31,16 @@ _PRELUDE = r"""#include <algorithm>
 #include <vector>
 #include <cuda_runtime.h>
 
+// The label of the op being issued (set before each labelled op), named in CUDA errors.
+static const char* g_op_label = "";
+
 #define CHECK(call)                                                              \
     do {                                                                         \
         cudaError_t err_ = (call);                                               \
         if (err_ != cudaSuccess) {                                               \
-            std::fprintf(stderr, "CUDA error %s at line %d\n",                   \
-                         cudaGetErrorString(err_), __LINE__);                    \
+            std::fprintf(stderr, "CUDA error %s at line %d%s%s\n",               \
+                         cudaGetErrorString(err_), __LINE__,                     \
+                         *g_op_label ? " at the op labelled " : "", g_op_label); \
             std::exit(1);                                                        \
         }                                                                        \
     } while (0)
@@ -79,12 +96,19 @@ static cudaStream_t make_stream(unsigned int flags, int priority) {
 """
 
 
-def _stream(plan: CodePlan, op: Op) -> str:
-    return plan.stream_id(op.stream_name)
+def _lit(text: str) -> str:
+    return cpp_string_literal(text)
+
+
+def _stream(plan: CodePlan, op: Op, index: int) -> str:
+    try:
+        return plan.stream_id(op.stream_name)
+    except KeyError:
+        raise CodegenError(f"program[{index}].stream: no stream {op.stream_name!r}") from None
 
 
 def _copy(plan: CodePlan, op: Op, index: int) -> str:
-    n = int(op.bytes or 1)
+    n = op_bytes(plan.pipeline, index)
     dev = plan.buffers.device_buffer(n)
     direction = {"h2d": "cudaMemcpyHostToDevice", "d2h": "cudaMemcpyDeviceToHost"}.get(
         op.op, "cudaMemcpyDeviceToDevice"
@@ -95,10 +119,11 @@ def _copy(plan: CodePlan, op: Op, index: int) -> str:
         host = plan.buffers.host_buffer(n, op.effective_host_memory)
         dst, src = (dev, host) if op.op == "h2d" else (host, dev)
     if op.effective_async:
-        return f"CHECK(cudaMemcpyAsync({dst}, {src}, {n}, {direction}, {_stream(plan, op)}));"
+        stream = _stream(plan, op, index)
+        return f"CHECK(cudaMemcpyAsync({dst}, {src}, {n}, {direction}, {stream}));"
     if op.stream is not None:
         # Synchronous on a named stream: async copy there, then wait for that stream.
-        stream = _stream(plan, op)
+        stream = _stream(plan, op, index)
         return (
             f"CHECK(cudaMemcpyAsync({dst}, {src}, {n}, {direction}, {stream})); "
             f"CHECK(cudaStreamSynchronize({stream}));"
@@ -106,69 +131,95 @@ def _copy(plan: CodePlan, op: Op, index: int) -> str:
     return f"CHECK(cudaMemcpy({dst}, {src}, {n}, {direction}));"
 
 
-def _kernel(plan: CodePlan, op: Op) -> str:
-    blocks, threads = int(op.blocks or 1), int(op.threads or 1)
-    launch = f"<<<{blocks}, {threads}, 0, {_stream(plan, op)}>>>"
+def _kernel(plan: CodePlan, op: Op, index: int) -> str:
+    where = f"program[{index}]"
+    blocks = checked_int(op.blocks or 1, f"{where}.blocks", 1, MAX_GRID_BLOCKS)
+    threads = checked_int(op.threads or 1, f"{where}.threads", 1, 1024)
+    launch = f"<<<{blocks}, {threads}, 0, {_stream(plan, op, index)}>>>"
     if op.block_us is not None:
-        body = f"spin_kernel{launch}({int(round(op.block_us * 1000))}ULL);"
+        body = f"spin_kernel{launch}({rounded_int(op.block_us * 1000, f'{where}.block_us')}ULL);"
     elif op.duration_us is not None:
-        ns = int(round(op.duration_us * 1000))
+        ns = rounded_int(op.duration_us * 1000, f"{where}.duration_us")
         body = f"spin_kernel{launch}(block_ns_for({ns}ULL, {blocks}, {threads}));"
     else:
-        fmas = int((op.flops or 0) // (2 * blocks * threads))
-        nbytes = int(op.bytes or 0)
+        fmas = rounded_int((op.flops or 0) // (2 * blocks * threads), f"{where}.flops")
+        nbytes = checked_int(op.bytes or 0, f"{where}.bytes")
         data = plan.buffers.device_buffer(nbytes) if nbytes else "scratch"
         body = f"roofline_kernel{launch}({fmas}LL, {data}, {nbytes}LL);"
     return body + " CHECK(cudaGetLastError());"
 
 
+def _event(plan: CodePlan, op: Op, index: int) -> str:
+    try:
+        return plan.event_ids[op.event or ""]
+    except KeyError:
+        raise CodegenError(f"program[{index}].event: missing") from None
+
+
 def _op(plan: CodePlan, op: Op, index: int) -> list[str]:
     kind = op.op
+    where = f"program[{index}]"
     if kind in ("h2d", "d2h", "d2d"):
         return [_copy(plan, op, index)]
     if kind == "kernel":
-        return [_kernel(plan, op)]
-    ev = plan.event_ids.get(op.event or "", "")
-    n = int(op.bytes or 1)
+        return [_kernel(plan, op, index)]
+    if kind == "event_record":
+        return [f"CHECK(cudaEventRecord({_event(plan, op, index)}, {_stream(plan, op, index)}));"]
+    if kind == "event_wait":
+        ev, stream = _event(plan, op, index), _stream(plan, op, index)
+        return [f"CHECK(cudaStreamWaitEvent({stream}, {ev}, 0));"]
+    if kind == "event_sync":
+        return [f"CHECK(cudaEventSynchronize({_event(plan, op, index)}));"]
+    if kind == "stream_sync":
+        return [f"CHECK(cudaStreamSynchronize({_stream(plan, op, index)}));"]
+    if kind == "device_sync":
+        return ["CHECK(cudaDeviceSynchronize());"]
+    if kind == "host":
+        return [f"busy_wait_us({float_literal(op.duration_us or 0.0, f'{where}.duration_us')});"]
+    if kind == "host_func":
+        us = float_literal(op.duration_us or 0.0, f"{where}.duration_us")
+        return [
+            f"host_func_us[{index}] = {us};",
+            f"CHECK(cudaLaunchHostFunc({_stream(plan, op, index)}, host_func, "
+            f"&host_func_us[{index}]));",
+        ]
+    if kind == "malloc":
+        n = op_bytes(plan.pipeline, index)
+        return [f"{{ void* p; CHECK(cudaMalloc(&p, {n})); allocations.push_back(p); }}"]
+    if kind == "free":
+        return [
+            "if (!allocations.empty()) { CHECK(cudaFree(allocations.front())); "
+            "allocations.erase(allocations.begin()); } else { CHECK(cudaFree(nullptr)); }"
+        ]
     if kind == "memset":
+        n = op_bytes(plan.pipeline, index)
         dev = plan.buffers.device_buffer(n)
         if op.effective_async:
-            return [f"CHECK(cudaMemsetAsync({dev}, 0, {n}, {_stream(plan, op)}));"]
+            return [f"CHECK(cudaMemsetAsync({dev}, 0, {n}, {_stream(plan, op, index)}));"]
         return [f"CHECK(cudaMemset({dev}, 0, {n}));"]
-    if kind == "host_func":
-        return [
-            f"host_func_us[{index}] = {float(op.duration_us or 0.0)!r};",
-            f"CHECK(cudaLaunchHostFunc({_stream(plan, op)}, host_func, &host_func_us[{index}]));",
-        ]
-    lines = {
-        "event_record": f"CHECK(cudaEventRecord({ev}, {_stream(plan, op)}));",
-        "event_wait": f"CHECK(cudaStreamWaitEvent({_stream(plan, op)}, {ev}, 0));",
-        "event_sync": f"CHECK(cudaEventSynchronize({ev}));",
-        "stream_sync": f"CHECK(cudaStreamSynchronize({_stream(plan, op)}));",
-        "device_sync": "CHECK(cudaDeviceSynchronize());",
-        "host": f"busy_wait_us({float(op.duration_us or 0.0)!r});",
-        "malloc": f"{{ void* p; CHECK(cudaMalloc(&p, {n})); allocations.push_back(p); }}",
-        "free": "if (!allocations.empty()) { CHECK(cudaFree(allocations.front())); "
-        "allocations.erase(allocations.begin()); } else { CHECK(cudaFree(nullptr)); }",
-    }
-    return [lines[kind]]
+    raise CodegenError(f"{where}.op: no code for {kind!r}")
+
+
+_STREAM_KIND_NOTES = {
+    "legacy_default": "legacy default stream",
+    "per_thread_default": "per-thread default stream",
+    "blocking": "blocking",
+    "non_blocking": "non-blocking",
+}
 
 
 def _declarations(plan: CodePlan) -> list[str]:
     out = []
     for s in plan.streams:
         ident = plan.stream_ids[s.name]
-        note = f"  // {comment_text(s.name)} ({s.kind})"
+        note = f"  // {_STREAM_KIND_NOTES[s.kind]}" if s.kind in _STREAM_KIND_NOTES else ""
         if s.kind == "legacy_default":
             out.append(f"static cudaStream_t {ident} = cudaStreamLegacy;{note}")
         elif s.kind == "per_thread_default":
             out.append(f"static cudaStream_t {ident} = cudaStreamPerThread;{note}")
         else:
             out.append(f"static cudaStream_t {ident};{note}")
-    out += [
-        f"static cudaEvent_t {ident};  // {comment_text(ev)}"
-        for ev, ident in plan.event_ids.items()
-    ]
+    out += [f"static cudaEvent_t {ident};" for ident in plan.event_ids.values()]
     buffers = plan.buffers
     names = [*buffers.device.values(), *plan.d2d_sources.values(), "scratch"]
     names += [*buffers.pinned.values(), *buffers.pageable.values()]
@@ -190,7 +241,7 @@ def _setup(plan: CodePlan) -> list[str]:
     for n, name in b.device.items():
         out.append(f"    CHECK(cudaMalloc(&{name}, {n}));  // {format_bytes(n)}")
     for i, name in plan.d2d_sources.items():
-        out.append(f"    CHECK(cudaMalloc(&{name}, {int(plan.pipeline.program[i].bytes or 1)}));")
+        out.append(f"    CHECK(cudaMalloc(&{name}, {op_bytes(plan.pipeline, i)}));")
     out.append("    CHECK(cudaMalloc(&scratch, 1));")
     for n, name in b.pinned.items():
         out.append(f"    CHECK(cudaMallocHost(&{name}, {n}));")
@@ -215,27 +266,35 @@ def _teardown(plan: CodePlan) -> list[str]:
 
 
 def generate_cuda(pipeline: Pipeline, *, repeat: int = 5) -> str:
-    """The whole ``.cu`` program as text."""
+    """The whole ``.cu`` program as text (printable ASCII only). Raises :class:`CodegenError`
+    for a number the program cannot hold."""
     plan = make_plan(pipeline)
+    repeat = checked_int(repeat, "repeat", 1, 2**31 - 1)
     out = [
-        f"// Generated by Swimlanes from the pipeline: {comment_text(pipeline.name)}",
+        "// Generated by Swimlanes: the pipeline's CUDA calls in program order.",
         "// Build: nvcc -O2 -o pipeline pipeline.cu",
         _PRELUDE,
+        "// The pipeline's name, as a JSON string.",
+        f"static const char kPipelineNameJson[] = {_lit(json.dumps(pipeline.name))};",
         *_declarations(plan),
         "",
         "static void run_program() {",
     ]
+    labels = label_changes(pipeline)
     for i, op in enumerate(pipeline.program):
-        out.append(f"    // [{i}] {op.op} {comment_text(op.label or '')}".rstrip())
+        out.append(f"    // [{i}] {op.op}")
+        if labels[i] is not None:
+            out.append(f"    g_op_label = {_lit(labels[i])};")
         out.extend(f"    {line}" for line in _op(plan, op, i))
     out += [
         "    CHECK(cudaDeviceSynchronize());",
         "    for (void* p : allocations) CHECK(cudaFree(p));",
         "    allocations.clear();",
+        '    g_op_label = "";',
         "}",
         "",
         "int main(int argc, char** argv) {",
-        f"    int repeat = argc > 1 ? std::atoi(argv[1]) : {int(repeat)};",
+        f"    int repeat = argc > 1 ? std::atoi(argv[1]) : {repeat};",
         "    if (repeat < 1) repeat = 1;",
         *_setup(plan),
         "    run_program();  // warm-up",
@@ -247,7 +306,8 @@ def generate_cuda(pipeline: Pipeline, *, repeat: int = 5) -> str:
         "        makespans.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());",
         "    }",
         "    std::sort(makespans.begin(), makespans.end());",
-        '    std::printf("{\\"makespan_us\\": %.3f}\\n", makespans[makespans.size() / 2]);',
+        '    std::printf("{\\"pipeline\\": %s, \\"makespan_us\\": %.3f}\\n", kPipelineNameJson,',
+        "                makespans[makespans.size() / 2]);",
         *_teardown(plan),
         "    return 0;",
         "}",

@@ -6,7 +6,18 @@ like the executor's synthetic kernels, so its makespan is comparable with ``swim
 
 from __future__ import annotations
 
-from swimlanes.codegen.plan import CodePlan, comment_text, make_plan
+from swimlanes.codegen.plan import (
+    MAX_GRID_BLOCKS,
+    CodegenError,
+    CodePlan,
+    checked_int,
+    float_literal,
+    label_changes,
+    make_plan,
+    op_bytes,
+    python_string_literal,
+    rounded_int,
+)
 from swimlanes.model.document import Op, Pipeline
 from swimlanes.units import format_bytes
 
@@ -62,10 +73,15 @@ def roofline_kernel(fmas_per_thread, data, nbytes):
         data[0] = uint8(0)
 
 
+# The label of the op being issued (set before each labelled op), named in CUDA errors.
+op_label = ""
+
+
 def check(result):
     err = result[0] if isinstance(result, tuple) else result
     if int(err) != 0:
-        raise RuntimeError(f"CUDA driver error {err}")
+        where = f" at the op labelled {op_label!r}" if op_label else ""
+        raise RuntimeError(f"CUDA driver error {err}{where}")
     return result[1] if isinstance(result, tuple) and len(result) > 1 else None
 
 
@@ -105,12 +121,27 @@ def host_func(us):
 '''
 
 
-def _stream(plan: CodePlan, op: Op) -> str:
-    return f"streams[{plan.stream_id(op.stream_name)!r}]"
+def _lit(text: str) -> str:
+    return python_string_literal(text)
+
+
+def _stream_key(plan: CodePlan, op: Op, index: int) -> str:
+    try:
+        return _lit(plan.stream_id(op.stream_name))
+    except KeyError:
+        raise CodegenError(f"program[{index}].stream: no stream {op.stream_name!r}") from None
+
+
+def _stream(plan: CodePlan, op: Op, index: int) -> str:
+    return f"streams[{_stream_key(plan, op, index)}]"
+
+
+def _handle(plan: CodePlan, op: Op, index: int) -> str:
+    return f"handles[{_stream_key(plan, op, index)}]"
 
 
 def _copy_line(plan: CodePlan, op: Op, index: int) -> list[str]:
-    n = int(op.bytes or 1)
+    n = op_bytes(plan.pipeline, index)
     dev = f"p.{plan.buffers.device_buffer(n)}"
     if op.op == "d2d":
         dst, src, call = dev, f"p.{plan.d2d_sources[index]}", "cuMemcpyDtoD"
@@ -123,71 +154,82 @@ def _copy_line(plan: CodePlan, op: Op, index: int) -> list[str]:
     # it is an async copy on that stream followed by a stream sync, as frameworks issue it.
     if not op.effective_async and op.stream is None:
         return [f"check(driver.{call}({dst}, {src}, {n}))"]
-    handle = f"handles[{plan.stream_id(op.stream_name)!r}]"
+    handle = _handle(plan, op, index)
     lines = [f"check(driver.{call}Async({dst}, {src}, {n}, {handle}))"]
     if not op.effective_async:
         lines.append(f"check(driver.cuStreamSynchronize({handle}))")
     return lines
 
 
-def _kernel_line(plan: CodePlan, op: Op) -> list[str]:
-    launch = f"[{int(op.blocks or 1)}, {int(op.threads or 1)}, {_stream(plan, op)}]"
+def _kernel_line(plan: CodePlan, op: Op, index: int) -> list[str]:
+    where = f"program[{index}]"
+    blocks = checked_int(op.blocks or 1, f"{where}.blocks", 1, MAX_GRID_BLOCKS)
+    threads = checked_int(op.threads or 1, f"{where}.threads", 1, 1024)
+    launch = f"[{blocks}, {threads}, {_stream(plan, op, index)}]"
     if op.block_us is not None:
-        return [f"spin_kernel{launch}({int(round(op.block_us * 1000))})"]
+        return [f"spin_kernel{launch}({rounded_int(op.block_us * 1000, f'{where}.block_us')})"]
     if op.duration_us is not None:
-        ns = int(round(op.duration_us * 1000))
-        return [
-            f"spin_kernel{launch}(block_ns_for({ns}, {int(op.blocks or 1)}, "
-            f"{int(op.threads or 1)}, sm_count))"
-        ]
-    threads = int(op.blocks or 1) * int(op.threads or 1)
-    fmas = int((op.flops or 0) // (2 * threads))
-    nbytes = int(op.bytes or 0)
+        ns = rounded_int(op.duration_us * 1000, f"{where}.duration_us")
+        return [f"spin_kernel{launch}(block_ns_for({ns}, {blocks}, {threads}, sm_count))"]
+    fmas = rounded_int((op.flops or 0) // (2 * blocks * threads), f"{where}.flops")
+    nbytes = checked_int(op.bytes or 0, f"{where}.bytes")
     data = "b." + (plan.buffers.device_buffer(nbytes) if nbytes else "scratch")
     return [f"roofline_kernel{launch}({fmas}, {data}, {nbytes})"]
 
 
+def _event(plan: CodePlan, op: Op, index: int) -> str:
+    try:
+        return f"events[{_lit(plan.event_ids[op.event or ''])}]"
+    except KeyError:
+        raise CodegenError(f"program[{index}].event: missing") from None
+
+
 def _op_lines(plan: CodePlan, op: Op, index: int) -> list[str]:
     kind = op.op
+    where = f"program[{index}]"
     if kind in ("h2d", "d2h", "d2d"):
         return _copy_line(plan, op, index)
     if kind == "kernel":
-        return _kernel_line(plan, op)
-    stream = _stream(plan, op) if op.stream_name else ""
-    event = f"events[{plan.event_ids[op.event]!r}]" if op.event else ""
-    simple = {
-        "event_record": f"{event}.record({stream})",
-        "event_wait": f"{event}.wait({stream})",
-        "event_sync": f"{event}.synchronize()",
-        "stream_sync": f"{stream}.synchronize()",
-        "device_sync": "cuda.synchronize()",
-        "host": f"busy_wait_us({float(op.duration_us or 0.0)!r})",
-        "host_func": f"{stream}.add_callback(host_func({float(op.duration_us or 0.0)!r}))",
-        "malloc": f"allocations.append(check(driver.cuMemAlloc({int(op.bytes or 1)})))",
+        return _kernel_line(plan, op, index)
+    if kind in ("event_record", "event_wait", "event_sync"):
+        event = _event(plan, op, index)
+        if kind == "event_sync":
+            return [f"{event}.synchronize()"]
+        return [f"{event}.{kind[6:]}({_stream(plan, op, index)})"]
+    if kind == "stream_sync":
+        return [f"{_stream(plan, op, index)}.synchronize()"]
+    if kind == "device_sync":
+        return ["cuda.synchronize()"]
+    if kind in ("host", "host_func"):
+        us = float_literal(op.duration_us or 0.0, f"{where}.duration_us")
+        if kind == "host":
+            return [f"busy_wait_us({us})"]
+        return [f"{_stream(plan, op, index)}.add_callback(host_func({us}))"]
+    if kind == "malloc":
+        return [f"allocations.append(check(driver.cuMemAlloc({op_bytes(plan.pipeline, index)})))"]
+    if kind == "free":
         # cudaFree synchronises the device; with nothing allocated, synchronise like it would.
-        "free": "check(driver.cuMemFree(allocations.pop(0))) if allocations else "
-        "cuda.synchronize()",
-    }
+        return [
+            "check(driver.cuMemFree(allocations.pop(0))) if allocations else cuda.synchronize()"
+        ]
     if kind == "memset":
-        ptr = f"p.{plan.buffers.device_buffer(op.bytes or 1)}"
+        n = op_bytes(plan.pipeline, index)
+        ptr = f"p.{plan.buffers.device_buffer(n)}"
         if op.effective_async:
-            handle = f"handles[{plan.stream_id(op.stream_name)!r}]"
-            return [f"check(driver.cuMemsetD8Async({ptr}, 0, {int(op.bytes or 1)}, {handle}))"]
-        return [f"check(driver.cuMemsetD8({ptr}, 0, {int(op.bytes or 1)}))"]
-    return [simple[kind]]
+            return [f"check(driver.cuMemsetD8Async({ptr}, 0, {n}, {_handle(plan, op, index)}))"]
+        return [f"check(driver.cuMemsetD8({ptr}, 0, {n}))"]
+    raise CodegenError(f"{where}.op: no code for {kind!r}")
 
 
 def _setup_lines(plan: CodePlan) -> list[str]:
     lines = ["    b = types.SimpleNamespace()", "    streams = {"]
     for s in plan.streams:
-        lines.append(
-            f"        {plan.stream_ids[s.name]!r}: make_stream({s.kind!r}, {int(s.priority)}),"
-            f"  # {comment_text(s.name)}"
-        )
+        ident, kind = _lit(plan.stream_ids[s.name]), _lit(s.kind)
+        lines.append(f"        {ident}: make_stream({kind}, {int(s.priority)}),")
     lines.append("    }")
     lines.append("    events = {")
-    for ev, ident in plan.event_ids.items():
-        lines.append(f"        {ident!r}: cuda.event(timing=False),  # {comment_text(ev)}")
+    for ident in plan.event_ids.values():
+        lines.append(f"        {_lit(ident)}: cuda.event(timing=False),")
     lines.append("    }")
     for n, name in plan.buffers.device.items():
         lines.append(f"    b.{name} = cuda.device_array({n}, dtype=np.uint8)  # {format_bytes(n)}")
@@ -197,8 +239,7 @@ def _setup_lines(plan: CodePlan) -> list[str]:
         lines.append(f"    b.{name} = np.ones({n}, dtype=np.uint8)")
     for i, name in plan.d2d_sources.items():
         lines.append(
-            f"    b.{name} = cuda.device_array({int(plan.pipeline.program[i].bytes or 1)}, "
-            "dtype=np.uint8)"
+            f"    b.{name} = cuda.device_array({op_bytes(plan.pipeline, i)}, dtype=np.uint8)"
         )
     lines.append("    b.scratch = cuda.device_array(1, dtype=np.uint8)")
     lines.append(
@@ -210,27 +251,37 @@ def _setup_lines(plan: CodePlan) -> list[str]:
 
 
 def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
-    """The whole script as text."""
+    """The whole script as text (printable ASCII only). Raises :class:`CodegenError` for a
+    number the script cannot hold."""
     plan = make_plan(pipeline)
     out = [
+        # Fixed text only in the first two lines: Python reads an encoding from a comment there.
         "#!/usr/bin/env python3",
-        f"# Generated by Swimlanes from the pipeline: {comment_text(pipeline.name)}",
-        "# Issues the same CUDA calls in the same order with Numba CUDA and prints the makespan.",
+        "# Generated by Swimlanes: the pipeline's CUDA calls in program order, with Numba CUDA.",
+        "# It prints the makespan. Names and labels from the pipeline are in string literals.",
         _PRELUDE,
         "",
+        f"PIPELINE_NAME = {_lit(pipeline.name)}",
+        "",
+        "",
         "def run_program(streams, handles, events, b, p):",
+        "    global op_label",
         "    allocations = []",
     ]
+    labels = label_changes(pipeline)
     for i, op in enumerate(pipeline.program):
-        out.append(f"    # [{i}] {op.op} {comment_text(op.label or '')}".rstrip())
+        out.append(f"    # [{i}] {op.op}")
+        if labels[i] is not None:
+            out.append(f"    op_label = {_lit(labels[i])}")
         out.extend(f"    {line}" for line in _op_lines(plan, op, i))
     out += [
         "    cuda.synchronize()",
         "    for ptr in allocations:",
         "        check(driver.cuMemFree(ptr))",
+        "    op_label = ''",
         "",
         "",
-        f"def main(repeat={int(repeat)}):",
+        f"def main(repeat={checked_int(repeat, 'repeat', 1)}):",
         "    global sm_count",
         "    sm_count = cuda.get_current_device().MULTIPROCESSOR_COUNT",
         *_setup_lines(plan),
@@ -240,14 +291,14 @@ def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
         "        t0 = time.perf_counter_ns()",
         "        run_program(streams, handles, events, b, p)",
         "        makespans.append((time.perf_counter_ns() - t0) / 1000.0)",
-        "    print(json.dumps({'pipeline': " + repr(comment_text(pipeline.name)) + ", "
+        "    print(json.dumps({'pipeline': PIPELINE_NAME, "
         "'makespan_us': statistics.median(makespans), 'runs_us': makespans}))",
         "",
         "",
         "sm_count = 1",
         "",
         'if __name__ == "__main__":',
-        f"    main(int(sys.argv[1]) if len(sys.argv) > 1 else {int(repeat)})",
+        f"    main(int(sys.argv[1]) if len(sys.argv) > 1 else {checked_int(repeat, 'repeat', 1)})",
         "",
     ]
     return "\n".join(out)

@@ -372,7 +372,7 @@ class FileHandling:
         (.cu). The file-type filter picks the language (``language`` is the one offered first);
         a name typed with the other language's suffix gets that language."""
         from swimlanes.codegen import LANGUAGES
-        from swimlanes.model.io import write_text_atomic
+        from swimlanes.model.atomic_write import write_text_atomic
 
         if language not in CODE_FILTERS:
             language = self.code_view.language()
@@ -395,8 +395,9 @@ class FileHandling:
         pipeline = self.controller.pipeline
         try:
             write_text_atomic(path, LANGUAGES[language](pipeline))
-        except (OSError, ValueError) as err:
-            show_error(self, "Export failed", f"{path}: {err}\n\nNothing was written.")
+        except (OSError, ValueError) as err:  # ValueError: CodegenError, a number too large
+            why = (err.strerror if isinstance(err, OSError) else None) or err
+            show_error(self, "Export failed", f"{path}: {why}\n\nNothing was written.")
             return False
         kind = "Numba CUDA Python script" if language == "python" else "CUDA C++ program"
         self.status(f"Exported the {kind} of {len(pipeline.program)} ops to {path}")
