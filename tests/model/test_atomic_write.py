@@ -191,3 +191,29 @@ def test_io_module_still_exports_the_writers() -> None:
 
     assert io.write_text_atomic is atomic_write.write_text_atomic
     assert io.dump_json_atomic is atomic_write.dump_json_atomic
+
+
+def test_a_long_legal_file_name_is_written(tmp_path) -> None:
+    """The temp file's name is longer than the target's: it must not pass the 255-byte limit."""
+    from swimlanes.model.atomic_write import write_text_atomic
+
+    for name in ("x" * 250 + ".json", "é" * 125 + ".py"):
+        target = tmp_path / name
+        write_text_atomic(target, "content")
+        assert target.read_text(encoding="utf-8") == "content"
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+        ["x" * 250 + ".json", "é" * 125 + ".py"]
+    )
+
+
+def test_a_new_file_gets_the_umask_mode(tmp_path) -> None:
+    import os
+
+    from swimlanes.model.atomic_write import write_text_atomic
+
+    old = os.umask(0o027)
+    try:
+        write_text_atomic(tmp_path / "new.txt", "x")
+    finally:
+        os.umask(old)
+    assert (tmp_path / "new.txt").stat().st_mode & 0o777 == 0o640

@@ -31,8 +31,24 @@ STALE_TEMP_SECONDS = 60.0
 _RANDOM_PART = r"[a-z0-9_]{8}"
 
 
+#: A file name's limit in bytes on the usual file systems, and what a temp name adds to it.
+_NAME_MAX = 255
+_TEMP_EXTRA = len(".") + len(".") + 8 + len(TEMP_SUFFIX)
+
+
+def _temp_stem(target: Path) -> str:
+    """The target's name as its temp files carry it: shortened (whole characters) so that a
+    legal target name still gives a legal temp name."""
+    name = target.name
+    room = _NAME_MAX - _TEMP_EXTRA
+    while len(name.encode("utf-8", "surrogateescape")) > room:
+        name = name[:-1]
+    return name
+
+
 def _temp_name(target: Path) -> re.Pattern[str]:
-    return re.compile(rf"\.{re.escape(target.name)}\.{_RANDOM_PART}{re.escape(TEMP_SUFFIX)}")
+    stem = re.escape(_temp_stem(target))
+    return re.compile(rf"\.{stem}\.{_RANDOM_PART}{re.escape(TEMP_SUFFIX)}")
 
 
 def remove_stale_temps(
@@ -66,9 +82,20 @@ def _new_file_mode(target: Path) -> int:
     try:
         return target.stat().st_mode & 0o777
     except OSError:
-        umask = os.umask(0)
-        os.umask(umask)
-        return 0o666 & ~umask
+        return 0o666 & ~_umask()
+
+
+def _umask() -> int:
+    # Read, not set and reset: os.umask would change it for every thread for a moment, and
+    # the autosave writes from a worker thread.
+    try:
+        with open("/proc/self/status", encoding="ascii") as status:
+            for line in status:
+                if line.startswith("Umask:"):
+                    return int(line.split()[1], 8)
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0o022
 
 
 def _make_temp(target: Path) -> tuple[int, Path]:
@@ -77,7 +104,7 @@ def _make_temp(target: Path) -> tuple[int, Path]:
         raise IsADirectoryError(errno.EISDIR, "is a folder, not a file", str(target))
     remove_stale_temps(target)
     fd, tmp = tempfile.mkstemp(
-        prefix=f".{target.name}.", suffix=TEMP_SUFFIX, dir=target.parent or "."
+        prefix=f".{_temp_stem(target)}.", suffix=TEMP_SUFFIX, dir=target.parent or "."
     )
     return fd, Path(tmp)
 
