@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -13,7 +14,7 @@ from conftest import SHARED_TRACES
 from swimlanes.model.validate import pipeline_from_dict
 from swimlanes.timeline import Timeline, TimelineBuilder
 from swimlanes.timeline.chrome_trace import write_chrome_trace
-from swimlanes.timeline.io import load_run, load_timeline_any, save_run
+from swimlanes.timeline.io import load_run, load_timeline_any, run_to_dict, save_run
 from swimlanes.timeline.trace_import import TraceError
 
 PIPELINE = {
@@ -106,7 +107,7 @@ def test_bad_run_files(tmp_path: Path, data: object, message: str) -> None:
 def test_not_json(tmp_path: Path) -> None:
     path = tmp_path / "bad.json"
     path.write_text("{nope")
-    with pytest.raises(TraceError, match="not valid JSON"):
+    with pytest.raises(TraceError, match="invalid JSON"):
         load_run(path)
 
 
@@ -154,3 +155,97 @@ def test_load_trace_also_opens_a_saved_run(tmp_path: Path) -> None:
     path = tmp_path / "r.json"
     save_run(path, measured(), pipeline_from_dict(PIPELINE))
     _same(load_trace(path), measured())
+
+
+def _with(edit: dict, *, bare: bool = False) -> dict:
+    """A saved run (or a bare timeline) with the timeline's keys set by ``edit``: dotted paths
+    reach into ``columns``, ``deps`` and ``occupancy``."""
+    tl = measured().to_dict()
+    for path, value in edit.items():
+        *outer, key = path.split(".")
+        (tl[outer[0]] if outer else tl)[key] = value
+    return tl if bare else {"format": "swimlanes-run", "version": 1, "timeline": tl}
+
+
+WRONG_TIMELINES = [
+    ({"occupancy": []}, "occupancy: must be a JSON object"),
+    ({"deps": []}, "deps: must be a JSON object"),
+    ({"columns": [1, 2]}, "columns: must be a JSON object"),
+    ({"meta": [1]}, "meta: must be a JSON object"),
+    ({"labels": 5}, "labels: must be a JSON list"),
+    ({"stream_names": {"a": 1}}, "stream_names: must be a JSON list"),
+    ({"columns.start": "12"}, "columns.start: must be a JSON list"),
+    ({"columns.start": [1000, [3000]]}, "columns.start[1]: must be an integer"),
+    ({"columns.start": [1000, 1.5]}, "columns.start[1]: must be an integer"),
+    ({"columns.end": [3000, True]}, "columns.end[1]: must be an integer"),
+    ({"columns.end": [3000, 1e300]}, "columns.end[1]: must be an integer"),
+    ({"columns.end": [3000, 2**70]}, "columns.end[1]: must be an integer in the 64-bit range"),
+    ({"columns.end": [3000, "4301 digits"]}, "columns.end[1]: must be an integer"),
+    ({"occupancy.time": ["4301 digits"], "occupancy.sms": [1]}, "occupancy.time[0]: must be"),
+    ({"columns.end": [3000, 2**63 - 1]}, "columns.end[1]: must be an integer from"),
+    ({"columns.issue_start": [-(2**62), 0]}, "columns.issue_start[0]: must be an integer from"),
+    ({"columns.bytes": [-1, 0]}, "columns.bytes[0]: must be an integer from"),
+    ({"columns.kind": [0, 300]}, "columns.kind[1]: must be an integer from"),
+    ({"columns.stream": [0]}, "column stream has 1 rows"),
+    ({"deps.src": ["0"]}, "deps.src[0]: must be an integer"),
+    ({"deps.kind": ["telepathy"]}, "deps.kind[0]: 'telepathy' is not a dependency kind"),
+    ({"deps.kind": [["stream"]]}, "deps.kind[0]"),
+    ({"occupancy.time": [0, 1e300]}, "occupancy.time[1]: must be an integer"),
+    ({"occupancy.time": [0, 1]}, "occupancy lists differ in length"),
+    ({"occupancy.sm_count": "many"}, "occupancy.sm_count: must be a count"),
+]
+
+
+@pytest.mark.parametrize(("edit", "message"), WRONG_TIMELINES)
+@pytest.mark.parametrize("bare", [False, True], ids=["run", "timeline"])
+def test_wrong_typed_timeline_members_are_named(
+    tmp_path: Path, edit: dict, message: str, bare: bool
+) -> None:
+    path = tmp_path / "bad.json"
+    path.write_text(json.dumps(_with(edit, bare=bare)).replace('"4301 digits"', "9" * 4301))
+    where = "" if bare or "differ" in message or "rows" in message else "timeline."
+    for load in (load_run, load_timeline_any):
+        with pytest.raises(TraceError, match=re.escape(where + message)):
+            load(path)
+
+
+def test_times_at_the_ends_of_the_range_load(tmp_path: Path) -> None:
+    from swimlanes.timeline.timeline import NO_TIME, TIME_LIMIT_NS
+
+    path = tmp_path / "edge.json"
+    edges = {
+        "columns.start": [-(TIME_LIMIT_NS - 1), NO_TIME],
+        "columns.end": [TIME_LIMIT_NS - 1, NO_TIME],
+    }
+    path.write_text(json.dumps(_with(edges)))
+    tl, _ = load_run(path)
+    assert tl.end.tolist() == [TIME_LIMIT_NS - 1, NO_TIME]
+
+
+@pytest.mark.parametrize("size", [1, 5, 17, 4096])
+def test_run_text_split_anywhere_loads_the_same(size: int) -> None:
+    from swimlanes.timeline.trace_import import read_timelines
+
+    text = json.dumps(run_to_dict(measured(), pipeline_from_dict(PIPELINE)), indent=1)
+    chunks = [text[i : i + size] for i in range(0, len(text), size)]
+    (tl,), pipeline = read_timelines(chunks)
+    _same(tl, measured())
+    assert pipeline is not None and pipeline.name == "tiny"
+
+
+def test_rows_of_a_run_are_limited(tmp_path: Path) -> None:
+    path = tmp_path / "run.json"
+    save_run(path, measured())
+    assert len(load_run(path, max_kept=2)[0]) == 2
+    # Labels come first in the file: the first per-op list over the limit is named.
+    with pytest.raises(TraceError, match=r"timeline\.labels: more than 1 values"):
+        load_run(path, max_kept=1)
+    with pytest.raises(TraceError, match="more than 1 values"):
+        load_timeline_any(path, max_kept=1)
+
+
+def test_a_run_with_sorted_keys_loads(tmp_path: Path) -> None:
+    # "columns" comes before "format" when keys are sorted (jq -S): read whole, not streamed.
+    path = tmp_path / "sorted.json"
+    path.write_text(json.dumps(measured().to_dict(), sort_keys=True))
+    _same(load_timeline_any(path)[0], measured())

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gzip
 import json
+import re
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,7 +16,7 @@ from hypothesis import strategies as st
 from conftest import SHARED_TRACES
 from swimlanes.timeline.io import TraceCancelled
 from swimlanes.timeline.timeline import NO_TIME
-from swimlanes.timeline.trace_import import TraceError, load_trace
+from swimlanes.timeline.trace_import import TraceError, load_trace, read_timelines
 
 EVENT_SYNC = SHARED_TRACES / "kineto-a100-event-sync.json.gz"
 SIMPLE_ADD = SHARED_TRACES / "kineto-simple-add.json.gz"
@@ -445,3 +446,89 @@ def test_driver_api_calls_become_host_ops(tmp_path: Path) -> None:
     ] + [_kernel(50, corr=1)]  # fmt: skip
     tl = load_trace(_write(tmp_path, _trace(events)))
     assert [tl.op_kind(r) for r in range(len(tl))] == ["malloc", "device_sync", "kernel"]
+
+
+# -- streaming, limits and hostile numbers -------------------------------------------------------
+def _chunked(text: str, size: int) -> list[str]:
+    return [text[i : i + size] for i in range(0, len(text), size)]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 7, 64, 10_000])
+def test_text_split_anywhere_loads_the_same(size: int) -> None:
+    # Streaming reads the text a chunk at a time: a value, a number, a string escape or the
+    # whitespace between them may be cut at any point.
+    events = _small_kineto() + [{"ph": "X", "cat": "cpu_op", "name": 'a "q" \\ \u00e9', "ts": 1, "dur": 2}]
+    text = json.dumps({"junk": {"a": ["]", "\\"]}, "traceEvents": events}, indent=1)
+    whole = read_timelines([text])[0][0]
+    split = read_timelines(_chunked(text, size))[0][0]
+    assert split.to_dict() == whole.to_dict() and len(whole) == 4
+
+
+@pytest.mark.parametrize(
+    "skipped",
+    ['"x"', '[1, [2, {"a": "]"}], 3]', r'{"x": {"y": [1, "\"]"]}}', "[" * 5000 + "]" * 5000,
+     r'"a\\"', "{}", r'["\\", "\""]', '{"a": "\u00e9", "b": [[[]]]}'],
+)  # fmt: skip
+def test_unused_top_level_values_are_skipped_at_any_split(skipped: str) -> None:
+    text = '{"junk": ' + skipped + ', "traceEvents": [' + json.dumps(_kernel(0)) + "]}"
+    for size in (1, 3, 1000):
+        assert len(read_timelines(_chunked(text, size))[0][0]) == 1
+
+
+def test_device_properties_with_a_list_id(tmp_path: Path) -> None:
+    # A non-scalar id was used as a set member: TypeError. It names no device here.
+    props = [{"id": [0], "name": "odd"}, {"id": 0, "name": "NVIDIA H200"}]
+    tl = load_trace(_write(tmp_path, _trace([_kernel(0)], deviceProperties=props)))
+    assert tl.device == "NVIDIA H200"
+    tl = load_trace(_write(tmp_path, _trace([_kernel(0)], deviceProperties=[{"id": [0]}])))
+    assert tl.device == ""
+
+
+@pytest.mark.parametrize(
+    ("event", "where"),
+    [
+        ('{"ph": "X", "cat": "kernel", "ts": 1, "dur": ' + "9" * 4301 + "}", "traceEvents[1]"),
+        ('{"ph": "s", "id": 1, "pid": 0, "tid": 7, "ts": ' + "9" * 4301 + "}", "traceEvents[1]"),
+        ('{"ph": "X", "cat": "kernel", "ts": 1, "dur": 1, "args": {"bytes": 1' + "0" * 5000 + "}}",
+         "traceEvents[1]"),
+        ('{"ph": "X", "cat": "kernel", "ts": 1e300, "dur": 1}', "traceEvents[1]: 'ts'"),
+        ('{"ph": "X", "cat": "kernel", "ts": 1, "dur": ' + str(2**63) + "}", "traceEvents[1]: 'dur'"),
+        ('{"ph": "X", "cat": "kernel", "ts": -1e30, "dur": 1}', "traceEvents[1]: 'ts'"),
+        ('{"ph": "B", "cat": "kernel", "pid": 0, "tid": 7, "ts": 1e300}', "traceEvents[1]: 'ts'"),
+        ('{"ph": "i", "ts": Infinity}', "traceEvents[1]: 'ts'"),
+    ],
+)  # fmt: skip
+def test_numbers_past_the_time_range_are_refused_by_place(
+    tmp_path: Path, event: str, where: str
+) -> None:
+    text = '{"traceEvents": [' + json.dumps(_kernel(0)) + ", " + event + "]}"
+    with pytest.raises(TraceError, match=re.escape(where)):
+        load_trace(_write(tmp_path, text))
+
+
+def test_kept_events_are_limited(tmp_path: Path) -> None:
+    p = _write(tmp_path, _trace([_kernel(i, corr=i) for i in range(50)]))
+    assert len(load_trace(p, max_kept=50)) == 50
+    with pytest.raises(TraceError, match=r"traceEvents\[49\]: more than 49 .*the limit"):
+        load_trace(p, max_kept=49)
+    # Events that are not kept do not count.
+    skipped = [{"ph": "X", "cat": "cpu_op", "name": "a", "ts": i, "dur": 1} for i in range(500)]
+    assert len(load_trace(_write(tmp_path, _trace([*skipped, _kernel(0)])), max_kept=1)) == 1
+
+
+def test_one_value_is_limited_and_the_limit_named() -> None:
+    from swimlanes.timeline.trace_json import MAX_VALUE_CHARS
+
+    huge = '{"ph": "X", "name": "' + "x" * (MAX_VALUE_CHARS + 10) + '"}'
+    with pytest.raises(TraceError, match=r"traceEvents\[0\]: .*16,777,216-character limit"):
+        read_timelines(_chunked('{"traceEvents": [' + huge + "]}", 1 << 20))
+
+
+def test_skipped_reasons_are_bounded(tmp_path: Path) -> None:
+    odd = [
+        {"ph": "X", "cat": "gpu_memcpy", "name": f"copy {i}", "ts": i, "dur": 1}
+        for i in range(1500)
+    ]
+    tl = load_trace(_write(tmp_path, _trace([*odd, _kernel(0)])))
+    assert len(tl.meta["skipped_events"]) <= 1001
+    assert sum(tl.meta["skipped_events"].values()) == 1500

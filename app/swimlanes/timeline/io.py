@@ -7,23 +7,29 @@ reopening it shows both.
 
 from __future__ import annotations
 
+import codecs
 import gzip
 import json
+import os
 import zlib
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
+from swimlanes.model.atomic_write import write_text_atomic
 from swimlanes.model.document import OP_KINDS, Pipeline
-from swimlanes.model.io import write_text_atomic
 from swimlanes.model.validate import PipelineError, pipeline_from_dict
 from swimlanes.timeline.timeline import TIMELINE_FORMAT, Timeline
 
 RUN_FORMAT = "swimlanes-run"
 RUN_VERSION = 1
-#: Decompressed size above which a trace is refused (before it exhausts memory).
+#: Decompressed size above which a trace is refused (reading is streamed, so this bounds time,
+#: not memory).
 DEFAULT_MAX_BYTES = 2 * 1024**3
-_CHUNK = 16 * 1024 * 1024
+#: The most trace events import keeps (GPU ops, host calls, flows, unfinished "B" events), and
+#: the most rows of a timeline or run file: what import holds in memory grows with these.
+DEFAULT_MAX_KEPT = 2_000_000
+_CHUNK = 1024 * 1024
 
 Progress = Callable[[float], None] | None
 Cancel = Callable[[], bool] | None
@@ -50,69 +56,66 @@ def trace_name(path: str | Path) -> str:
 
 
 # -- reading ------------------------------------------------------------------------------------
-def read_trace_text(
+def text_chunks(
     path: str | Path,
     *,
     max_bytes: int = DEFAULT_MAX_BYTES,
     progress: Progress = None,
     cancel: Cancel = None,
-) -> str:
-    """The file's text, gunzipped when it starts with the gzip magic bytes.
+) -> Iterator[str]:
+    """The file's text a chunk at a time, gunzipped when it starts with the gzip magic bytes.
 
-    Decompression runs in chunks and stops with a :class:`TraceError` as soon as the output
-    passes ``max_bytes`` (the gzip footer's size field is not trusted).
+    Nothing but the current chunk is held. Reading stops with a :class:`TraceError` as soon as
+    the text passes ``max_bytes`` (the gzip footer's size field is not trusted); ``cancel`` is
+    polled and ``progress`` told the fraction of the file read (up to 0.9) after each chunk.
     """
-    p = Path(path)
     try:
-        size = p.stat().st_size
-        with p.open("rb") as f:
-            gzipped = f.read(2) == b"\x1f\x8b"
-            f.seek(0)
-            data = (
-                _read_gzip(f, size, max_bytes, progress, cancel)
-                if gzipped
-                else _read_plain(f, size, max_bytes)
-            )
+        f = Path(path).open("rb")  # noqa: SIM115 - closed by the ``with`` below
     except FileNotFoundError:
         raise TraceError("no such file") from None
     except IsADirectoryError:
         raise TraceError("is a folder, not a trace file") from None
     except OSError as err:
         raise TraceError(f"cannot read it: {err.strerror or err}") from None
+    with f:
+        size = os.fstat(f.fileno()).st_size
+        gzipped = f.read(2) == b"\x1f\x8b"
+        f.seek(0)
+        if not gzipped and size > max_bytes:
+            raise TraceError(f"file is {size:,} bytes, over the {max_bytes:,}-byte limit")
+        source = gzip.GzipFile(fileobj=f, mode="rb") if gzipped else f
+        decoder = codecs.getincrementaldecoder("utf-8")()
+        total = 0
+        while raw := _read_chunk(source, min(_CHUNK, max_bytes + 1 - total)):
+            total += len(raw)
+            if total > max_bytes:
+                raise TraceError(
+                    f"gzip expands past the {max_bytes:,}-byte limit; refusing to load it"
+                )
+            yield _utf8(decoder, raw, total - len(raw))
+            if cancel and cancel():
+                raise TraceCancelled()
+            if progress and size:
+                progress(0.9 * min(f.tell() / size, 1.0))
+        _utf8(decoder, b"", total, final=True)
+
+
+def _read_chunk(source: Any, n: int) -> bytes:
     try:
-        return data.decode("utf-8")
-    except UnicodeDecodeError as err:
-        raise TraceError(f"not UTF-8 text (byte {err.start})") from None
-
-
-def _read_plain(f: Any, size: int, max_bytes: int) -> bytes | bytearray:
-    if size > max_bytes:
-        raise TraceError(f"file is {size:,} bytes, over the {max_bytes:,}-byte limit")
-    return f.read()
-
-
-def _read_gzip(f: Any, size: int, max_bytes: int, progress: Progress, cancel: Cancel) -> bytearray:
-    data = bytearray()
-    total = 0
-    try:
-        with gzip.GzipFile(fileobj=f, mode="rb") as gz:
-            # Never ask for more than one byte past the limit, so a bomb stops right there.
-            while chunk := gz.read(min(_CHUNK, max_bytes + 1 - total)):
-                total += len(chunk)
-                if total > max_bytes:
-                    raise TraceError(
-                        f"gzip expands past the {max_bytes:,}-byte limit; refusing to load it"
-                    )
-                data += chunk
-                if cancel and cancel():
-                    raise TraceCancelled()
-                if progress and size:
-                    progress(0.3 * min(f.tell() / size, 1.0))
+        return source.read(n)
     except EOFError:
         raise TraceError("truncated gzip stream") from None
     except (gzip.BadGzipFile, zlib.error) as err:
         raise TraceError(f"corrupt gzip stream: {err}") from None
-    return data
+    except OSError as err:
+        raise TraceError(f"cannot read it: {err.strerror or err}") from None
+
+
+def _utf8(decoder: Any, raw: bytes, offset: int, *, final: bool = False) -> str:
+    try:
+        return decoder.decode(raw, final)
+    except UnicodeDecodeError as err:
+        raise TraceError(f"not UTF-8 text (byte {offset + err.start})") from None
 
 
 def run_to_dict(timeline: Timeline, pipeline: Pipeline | None = None) -> dict[str, Any]:
@@ -140,7 +143,7 @@ def run_from_dict(data: Any) -> tuple[Timeline, Pipeline | None]:
         raise TraceError("not a swimlanes run: expected a JSON object")
     fmt = data.get("format")
     if fmt == TIMELINE_FORMAT:
-        return _timeline(data), None
+        return _timeline(data, ""), None
     if fmt != RUN_FORMAT:
         raise TraceError(f"not a swimlanes run (format is {fmt!r})")
     if data.get("version") != RUN_VERSION:
@@ -149,7 +152,7 @@ def run_from_dict(data: Any) -> tuple[Timeline, Pipeline | None]:
         )
     if "timeline" not in data:
         raise TraceError("run file has no 'timeline'")
-    timeline = _timeline(data["timeline"])
+    timeline = _timeline(data["timeline"], "timeline.")
     pipeline = None
     if data.get("pipeline") is not None:
         try:
@@ -159,11 +162,12 @@ def run_from_dict(data: Any) -> tuple[Timeline, Pipeline | None]:
     return timeline, pipeline
 
 
-def _timeline(data: Any) -> Timeline:
+def _timeline(data: Any, where: str) -> Timeline:
+    """``where``: the timeline's place in the file, to name a bad value by its JSON path."""
     try:
         tl = Timeline.from_dict(data)
-    except (ValueError, OverflowError) as err:
-        raise TraceError(f"malformed timeline: {err}") from None
+    except ValueError as err:
+        raise TraceError(f"malformed timeline: {where}{err}") from None
     _check_refs(tl)
     return tl
 
@@ -185,37 +189,26 @@ def _check_refs(tl: Timeline) -> None:
             raise TraceError(f"malformed timeline: a dependency {name} row is out of range")
     if not (len(tl.dep_src) == len(tl.dep_dst) == len(tl.dep_kind)):
         raise TraceError("malformed timeline: dependency lists differ in length")
-
-
-def _read_json(path: str | Path, max_bytes: int) -> Any:
-    text = read_trace_text(path, max_bytes=max_bytes)
-    try:
-        return json.loads(text)
-    except RecursionError:
-        raise TraceError("JSON nested too deeply") from None
-    except json.JSONDecodeError as err:
-        raise TraceError(
-            f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}"
-        ) from None
+    if len(tl.occupancy_time) != len(tl.occupancy_sms):
+        raise TraceError("malformed timeline: occupancy lists differ in length")
 
 
 def load_run(
-    path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES
+    path: str | Path, *, max_bytes: int = DEFAULT_MAX_BYTES, max_kept: int = DEFAULT_MAX_KEPT
 ) -> tuple[Timeline, Pipeline | None]:
     """Open a saved run (or a bare ``swimlanes-timeline`` file, gzipped or not)."""
-    timeline, pipeline = run_from_dict(_read_json(path, max_bytes))
+    from swimlanes.timeline.trace_json import JsonStream, parse_document  # it imports this module
+
+    def no_events(_n: int, _event: Any) -> None:
+        raise TraceError("not a swimlanes run (it is a trace)")
+
+    stream = JsonStream(text_chunks(path, max_bytes=max_bytes))
+    if stream.peek() != "{":
+        raise TraceError("not a swimlanes run: expected a JSON object")
+    timeline, pipeline = run_from_dict(parse_document(stream, no_events, max_rows=max_kept))
     if not timeline.name:
         timeline.name = trace_name(path)
     return timeline, pipeline
-
-
-def _head_format(text: str) -> str | None:
-    """The ``format`` of a swimlanes file, read from the first key (as this package writes it)."""
-    head = text[:200].lstrip()
-    for fmt in (RUN_FORMAT, TIMELINE_FORMAT):
-        if head.startswith("{") and f'"format":"{fmt}"' in head.replace(" ", ""):
-            return fmt
-    return None
 
 
 def load_timeline_any(
@@ -224,27 +217,34 @@ def load_timeline_any(
     progress: Progress = None,
     cancel: Cancel = None,
     max_bytes: int = DEFAULT_MAX_BYTES,
+    max_kept: int = DEFAULT_MAX_KEPT,
 ) -> tuple[Timeline, Pipeline | None]:
     """Open a swimlanes run, a swimlanes timeline, a Chrome trace or a Kineto trace (any of
-    them gzipped or not) and return its timeline and, for runs, the pipeline.
+    them gzipped or not) and return its timeline and, for runs, the pipeline. A Chrome trace
+    that Swimlanes exported with several timelines gives its measured one (see
+    :func:`load_timelines_any` for all).
 
     Raises :class:`TraceError` with a clear message for anything else.
     """
-    text = read_trace_text(path, max_bytes=max_bytes, progress=progress, cancel=cancel)
-    if _head_format(text) == RUN_FORMAT:
-        try:
-            data = json.loads(text)
-        except RecursionError:
-            raise TraceError("JSON nested too deeply") from None
-        except json.JSONDecodeError as err:
-            raise TraceError(f"not valid JSON: {err.msg} at line {err.lineno}") from None
-        timeline, pipeline = run_from_dict(data)
-    else:
-        from swimlanes.timeline.trace_import import parse_trace_text  # it imports this module
+    timelines, pipeline = load_timelines_any(
+        path, progress=progress, cancel=cancel, max_bytes=max_bytes, max_kept=max_kept
+    )
+    return timelines[0], pipeline
 
-        timeline, pipeline = parse_trace_text(text, progress=progress, cancel=cancel), None
-    if not timeline.name:
-        timeline.name = trace_name(path)
-    if progress:
-        progress(1.0)
-    return timeline, pipeline
+
+def load_timelines_any(
+    path: str | Path,
+    *,
+    progress: Progress = None,
+    cancel: Cancel = None,
+    max_bytes: int = DEFAULT_MAX_BYTES,
+    max_kept: int = DEFAULT_MAX_KEPT,
+) -> tuple[list[Timeline], Pipeline | None]:
+    """:func:`load_timeline_any`, but every timeline the file holds (more than one only for a
+    Chrome trace exported with several): the one :func:`load_timeline_any` gives first, the
+    others in the file's order."""
+    from swimlanes.timeline.trace_import import load_timelines  # it imports this module
+
+    return load_timelines(
+        path, progress=progress, cancel=cancel, max_bytes=max_bytes, max_kept=max_kept
+    )

@@ -7,6 +7,7 @@ one per stream, one per engine, and the host thread (the ops' issue spans).
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -209,7 +210,8 @@ class Timeline:
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Timeline:
-        """Inverse of :meth:`to_dict`; raises ValueError with a clear message on bad input."""
+        """Inverse of :meth:`to_dict`; raises ValueError naming the bad value by its JSON path
+        (``columns.end[3]: ...``). Lists of integers may also come as int64 arrays."""
         if not isinstance(data, dict) or data.get("format") != TIMELINE_FORMAT:
             raise ValueError(f"not a {TIMELINE_FORMAT} file")
         if data.get("version") != TIMELINE_VERSION:
@@ -217,36 +219,100 @@ class Timeline:
                 f"unsupported timeline version {data.get('version')!r} "
                 f"(this Swimlanes reads {TIMELINE_VERSION})"
             )
-        try:
-            cols = data["columns"]
-            kwargs: dict[str, Any] = {c: np.asarray(cols[c], dtype=np.int64) for c in _INT_COLUMNS}
-            for c, dt in _SMALL_COLUMNS.items():
-                kwargs[c] = np.asarray(cols[c], dtype=dt)
-            if "start_spread" in cols:
-                kwargs["start_spread"] = np.asarray(cols["start_spread"], dtype=np.int64)
-                kwargs["end_spread"] = np.asarray(cols["end_spread"], dtype=np.int64)
-            deps = data.get("deps", {})
-            occ = data.get("occupancy", {})
-            return cls(
-                **kwargs,
-                labels=[str(x) for x in data["labels"]],
-                stream_names=[str(x) for x in data["stream_names"]],
-                engine_names=[str(x) for x in data["engine_names"]],
-                dep_src=np.asarray(deps.get("src", []), dtype=np.int32),
-                dep_dst=np.asarray(deps.get("dst", []), dtype=np.int32),
-                dep_kind=np.asarray(
-                    [DEP_KINDS.index(k) for k in deps.get("kind", [])], dtype=np.int8
-                ),
-                occupancy_time=np.asarray(occ.get("time", []), dtype=np.int64),
-                occupancy_sms=np.asarray(occ.get("sms", []), dtype=np.int32),
-                sm_count=int(occ.get("sm_count", 0)),
-                source=str(data.get("source", "measured")),
-                device=str(data.get("device", "")),
-                name=str(data.get("name", "")),
-                meta=dict(data.get("meta", {})),
-            )
-        except (KeyError, TypeError, ValueError) as err:
-            raise ValueError(f"malformed timeline file: {err}") from None
+        cols = _member(data, "columns", dict, None)
+        kwargs: dict[str, Any] = {
+            c: _int_list(f"columns.{c}", _member(cols, c, list, None, "columns."), c)
+            for c in (*_INT_COLUMNS, *_SMALL_COLUMNS)
+        }
+        if "start_spread" in cols or "end_spread" in cols:
+            for c in ("start_spread", "end_spread"):
+                kwargs[c] = _int_list(f"columns.{c}", _member(cols, c, list, None, "columns."), c)
+        deps = _member(data, "deps", dict, {})
+        occ = _member(data, "occupancy", dict, {})
+        kinds = _member(deps, "kind", list, [], "deps.")
+        unknown = next((i for i, k in enumerate(kinds) if k not in DEP_KINDS), None)
+        if unknown is not None:
+            raise ValueError(f"deps.kind[{unknown}]: {kinds[unknown]!r} is not a dependency kind")
+        sm_count = occ.get("sm_count", 0)
+        if type(sm_count) is not int or not 0 <= sm_count < 2**31:
+            raise ValueError("occupancy.sm_count: must be a count")
+        return cls(
+            **kwargs,
+            labels=[str(x) for x in _member(data, "labels", list, None)],
+            stream_names=[str(x) for x in _member(data, "stream_names", list, None)],
+            engine_names=[str(x) for x in _member(data, "engine_names", list, None)],
+            dep_src=_int_list("deps.src", _member(deps, "src", list, [], "deps."), "dep"),
+            dep_dst=_int_list("deps.dst", _member(deps, "dst", list, [], "deps."), "dep"),
+            dep_kind=np.asarray([DEP_KINDS.index(k) for k in kinds], dtype=np.int8),
+            occupancy_time=_int_list(
+                "occupancy.time", _member(occ, "time", list, [], "occupancy."), "occupancy_time"
+            ),
+            occupancy_sms=_int_list(
+                "occupancy.sms", _member(occ, "sms", list, [], "occupancy."), "sms"
+            ),
+            sm_count=sm_count,
+            source=str(data.get("source", "measured")),
+            device=str(data.get("device", "")),
+            name=str(data.get("name", "")),
+            meta=_member(data, "meta", dict, {}),
+        )
+
+
+#: Times (and durations) must stay within this many ns of 0 (about 146 years), so that a
+#: difference or a sum of two of them still fits in int64.
+TIME_LIMIT_NS = 2**62
+_TIME = (-TIME_LIMIT_NS + 1, TIME_LIMIT_NS - 1)
+# Allowed range and dtype of each column (times may also be NO_TIME).
+_COLUMN_RANGE: dict[str, tuple[int, int, Any]] = {
+    "index": (-(2**62), 2**62, np.int64),
+    "issue_start": (*_TIME, np.int64),
+    "issue_end": (*_TIME, np.int64),
+    "start": (*_TIME, np.int64),
+    "end": (*_TIME, np.int64),
+    "solo_ns": (*_TIME, np.int64),
+    "bytes": (0, 2**62, np.int64),
+    "kind": (0, np.iinfo(np.int8).max, np.int8),
+    "stream": (-1, np.iinfo(np.int16).max, np.int16),
+    "engine": (-1, np.iinfo(np.int16).max, np.int16),
+    "start_spread": (*_TIME, np.int64),
+    "end_spread": (*_TIME, np.int64),
+    "occupancy_time": (*_TIME, np.int64),
+    "dep": (0, np.iinfo(np.int32).max, np.int32),
+    "sms": (0, np.iinfo(np.int32).max, np.int32),
+}
+_TIMES = {"issue_start", "issue_end", "start", "end", "solo_ns", "start_spread", "end_spread"}
+
+
+def _member(data: dict[str, Any], key: str, kind: type, default: Any, where: str = "") -> Any:
+    """``data[key]``, which must be a ``kind`` (an int64 array passes for a list); missing:
+    ``default``, or an error when that is None."""
+    if key not in data:
+        if default is None:
+            raise ValueError(f"{where}{key}: missing")
+        return default
+    v = data[key]
+    if isinstance(v, kind) or (kind is list and isinstance(v, array | np.ndarray)):
+        return v
+    raise ValueError(f"{where}{key}: must be a JSON {'object' if kind is dict else 'list'}")
+
+
+def _int_list(where: str, values: Any, column: str) -> np.ndarray:
+    """``values`` as the column's dtype, each an integer in the column's range."""
+    low, high, dtype = _COLUMN_RANGE[column]
+    no_time = NO_TIME if column in _TIMES else low
+    if isinstance(values, list):
+        bad = next(
+            (i for i, v in enumerate(values)
+             if type(v) is not int or not (low <= v <= high or v == no_time)),
+            None,
+        )  # fmt: skip
+    else:
+        arr = np.asarray(values, dtype=np.int64)
+        out = ((arr < low) | (arr > high)) & (arr != no_time)
+        bad = int(np.argmax(out)) if out.any() else None
+    if bad is not None:
+        raise ValueError(f"{where}[{bad}]: must be an integer from {low:,} to {high:,}")
+    return np.asarray(values, dtype=dtype)
 
 
 class TimelineBuilder:
