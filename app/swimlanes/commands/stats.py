@@ -1,5 +1,10 @@
 """``swimlanes stats TRACE [--json]``: per-stream op counts, busy time and overlap of a trace,
-a saved run or a timeline file."""
+a saved run or a timeline file.
+
+A file can hold several timelines (a Chrome trace Swimlanes exported with a simulation and a
+measurement): each is summarised. The JSON's top-level keys describe the first (the measured
+one, which the app opens), and ``timelines`` lists every timeline's summary in that shape.
+"""
 
 from __future__ import annotations
 
@@ -12,7 +17,7 @@ import numpy as np
 from swimlanes.cli import CommandError
 from swimlanes.model.document import OP_KINDS
 from swimlanes.timeline.compare import fmt_time
-from swimlanes.timeline.io import load_timeline_any
+from swimlanes.timeline.io import TraceError, load_timelines_any
 from swimlanes.timeline.metrics import (
     compute_metrics,
     covered_at_least,
@@ -22,7 +27,6 @@ from swimlanes.timeline.metrics import (
     union_length,
 )
 from swimlanes.timeline.timeline import Timeline
-from swimlanes.timeline.trace_import import TraceError
 
 _COPY = np.array([OP_KINDS.index(k) for k in ("h2d", "d2h", "d2d")], dtype=np.int8)
 
@@ -134,9 +138,16 @@ def format_stats(st: dict[str, Any]) -> str:
 
 def run(args: argparse.Namespace) -> int:
     try:
-        timeline, _pipeline = load_timeline_any(args.trace)
+        timelines, _pipeline = load_timelines_any(args.trace)
     except TraceError as err:
         raise CommandError(f"{args.trace}: {err}") from None
-    st = stats_json(timeline)
-    print(json.dumps(st, indent=2) if args.json else format_stats(st))
+    each = [stats_json(tl) for tl in timelines]
+    if args.json:
+        print(json.dumps({**each[0], "timelines": each}, indent=2))
+    elif len(each) == 1:
+        print(format_stats(each[0]))
+    else:
+        names = ", ".join(f"{st['name']} ({st['source']})" for st in each)
+        blocks = [f"{len(each)} timelines in this file: {names}"]
+        print("\n\n".join(blocks + [format_stats(st) for st in each]))
     return 0
