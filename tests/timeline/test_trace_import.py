@@ -457,7 +457,9 @@ def _chunked(text: str, size: int) -> list[str]:
 def test_text_split_anywhere_loads_the_same(size: int) -> None:
     # Streaming reads the text a chunk at a time: a value, a number, a string escape or the
     # whitespace between them may be cut at any point.
-    events = _small_kineto() + [{"ph": "X", "cat": "cpu_op", "name": 'a "q" \\ \u00e9', "ts": 1, "dur": 2}]
+    events = _small_kineto() + [
+        {"ph": "X", "cat": "cpu_op", "name": 'a "q" \\ \u00e9', "ts": 1, "dur": 2}
+    ]
     text = json.dumps({"junk": {"a": ["]", "\\"]}, "traceEvents": events}, indent=1)
     whole = read_timelines([text])[0][0]
     split = read_timelines(_chunked(text, size))[0][0]
