@@ -40,7 +40,8 @@ def test_a_failed_simulation_fades_the_schedule_and_drops_the_results(qtbot, win
     assert window.charts.simulated_chart.is_greyed()
     assert window.charts._sim_pane.problem.isVisible() or not window.isVisible()
     assert window.table.model.rowCount() == 0  # no rows that describe another document
-    assert "the preset file is broken" in window.table.summary.text()
+    assert window.table.summary.text().startswith("Simulation failed: the preset file is broken")
+    assert window.timing_label.text() == ""
     assert all(s == "—" for _, s, _, _ in window.summary.rows)
     assert not window.actions.play.isChecked()
 

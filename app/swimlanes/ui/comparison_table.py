@@ -276,7 +276,8 @@ class ComparisonTable(QWidget):
         n = len(self.model._cols.get("index", ()))  # noqa: SLF001 - same module
         if comparison is None:
             hint = note or "Run on the GPU or open a measurement to compare."
-            self.summary.setText(f"{n} ops simulated. {hint}")
+            # no rows and a reason (a failed simulation): the reason alone, not "0 ops simulated"
+            self.summary.setText(hint if n == 0 and note else f"{n} ops simulated. {hint}")
             return
         err = comparison.makespan_error
         err_text = "" if math.isnan(err) else f", makespan error {100 * err:+.1f}%"

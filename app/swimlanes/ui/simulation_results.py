@@ -31,6 +31,7 @@ class SimulationResults:
     sim_progress: Any
     autosaver: Any
     autosave_warning: Any
+    timing_label: Any
     bottom_tabs: Any
     controller: Any
     _insights_stale: bool
@@ -64,6 +65,7 @@ class SimulationResults:
         first_line = message.splitlines()[0] if message else "unknown error"
         self.statusBar().showMessage(f"Simulation failed: {first_line}", 15000)
         self.simulated = None
+        self.timing_label.setText("")
         self.simulation_problem = f"Simulation failed: {message}"
         self.charts.set_simulation_problem(
             f"{self.simulation_problem}\nThe faded schedule is the last one that simulated; "
