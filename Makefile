@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint format bench package docs clean
+.PHONY: run test lint format bench fuzz package docs clean
 
 $(STAMP): pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ bench: $(STAMP)
 	$(PY) benchmarks/bench_engine.py --repeat 5
 	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/bench_render.py
 	$(PY) benchmarks/bench_import.py
+
+# The fuzz suite at length (make test runs each fuzzer briefly).
+fuzz: $(STAMP)
+	QT_QPA_PLATFORM=offscreen $(PY) benchmarks/fuzz_long.py
 
 # Regenerate the user guide's screenshots from the real app (offscreen).
 docs: $(STAMP)
