@@ -118,6 +118,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 130
     except BrokenPipeError:
         return 0
+    except OSError as err:  # a file the system refuses (name too long ...) wherever it is met
+        name = str(err.filename or "")
+        if len(name) > 80:
+            name = f"{name[:60]}... ({len(name)} characters)"
+        print(f"error: {err.strerror or err}" + (f": {name}" if name else ""), file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

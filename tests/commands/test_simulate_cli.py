@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
+import time
 import types
 from pathlib import Path
 
@@ -271,3 +272,209 @@ def test_simulate_insights_json_lists_rules_and_their_ops(capsys) -> None:
     assert "launch_bound" in rules
     assert rules["launch_bound"]["op_indexes"]
     assert data["makespan_us"] > 0
+
+
+# -- bounds everywhere: each reproducer is refused with `error:`, exit 2, no traceback --------------
+H = '{"format":"swimlanes-pipeline","version":1,'
+
+
+def _refused(capsys: pytest.CaptureFixture[str], argv: list[str], seconds: float = 10.0) -> str:
+    """Run ``argv`` in-process: exit 2, ``error:`` lines only, no traceback, within ``seconds``
+    (where the old code hung, the refusal comes before any simulation)."""
+    t0 = time.perf_counter()
+    code = main(argv)
+    elapsed = time.perf_counter() - t0
+    captured = capsys.readouterr()
+    assert code == 2, captured
+    assert captured.out == ""
+    assert captured.err.startswith("error: ") and "Traceback" not in captured.err
+    assert all(line.startswith("error: ") for line in captured.err.splitlines())
+    assert elapsed < seconds, f"took {elapsed:.1f} s"
+    return captured.err
+
+
+def _file(tmp_path: Path, text: str | bytes, name: str = "p.json") -> str:
+    path = tmp_path / name
+    if isinstance(text, bytes):
+        path.write_bytes(text)
+    else:
+        path.write_text(text, encoding="utf-8")
+    return str(path)
+
+
+@pytest.mark.parametrize(
+    ("text", "expected"),
+    [
+        (  # was RecursionError
+            H + '"program":[],"x":' + "[" * 990 + "]" * 990 + "}",
+            "nested deeper than 64 levels of arrays and objects",
+        ),
+        (  # was OverflowError (times past 2**63 ns)
+            H + '"program":[{"op":"host","duration_us":1e16}]}',
+            "error: program[0].duration_us: must be at most 1e+09 us (got 1e+16)",
+        ),
+        (  # was OverflowError in math.isfinite
+            H + '"program":[{"op":"host","duration_us":1' + "0" * 310 + "}]}",
+            "error: program[0].duration_us: must be at most 1e+09 us (got <an integer of 311 ",
+        ),
+        (  # was ValueError (int conversion past 4300 digits)
+            H + '"program":[{"op":"host","duration_us":' + "1" * 4301 + "}]}",
+            "error: program[0].duration_us: must be at most 1e+09 us (got <an integer of 4301 ",
+        ),
+        (  # was RuntimeError "simulation stalled"
+            H + '"program":[{"op":"host","duration_us":9e15},{"op":"host","duration_us":9e15}]}',
+            "error: program[1].duration_us: must be at most 1e+09 us (got 9e+15)",
+        ),
+        (  # was OverflowError
+            H + '"program":[{"op":"h2d","bytes":1' + "0" * 60 + "}]}",
+            "error: program[0].bytes: must be at most 1099511627776 bytes, 1 TiB",
+        ),
+        (  # was TypeError
+            H + '"program":[{"op":"kernel","blocks":1,"threads":1,"duration_us":1,'
+            '"blocks_per_sm":[1]}]}',
+            "error: program[0].blocks_per_sm: must be a positive integer",
+        ),
+        (  # was OverflowError
+            H + '"program":[{"op":"kernel","blocks":1,"threads":1,"duration_us":1,'
+            '"blocks_per_sm":1e309}]}',
+            "error: program[0].blocks_per_sm: must be a positive integer",
+        ),
+        (  # was a hang
+            H + '"program":[{"op":"kernel","blocks":9007199254740993,"threads":256,'
+            '"duration_us":1}]}',
+            "error: program[0].blocks: must be at most 2147483647 (got 9007199254740993)",
+        ),
+        (  # was a wrong answer with exit 0: a makespan of 21.6 us
+            H + '"streams":[{"name":"s1"}],"program":['
+            '{"op":"kernel","stream":"s1","blocks":1,"threads":1,"duration_us":9e15},'
+            '{"op":"kernel","stream":"s1","blocks":1,"threads":1,"duration_us":9e15}]}',
+            "error: program[0].duration_us: must be at most 1e+09 us (got 9e+15)",
+        ),
+    ],
+    ids=[
+        "nesting-990",
+        "duration-1e16",
+        "int-past-1e308",
+        "int-4301-digits",
+        "two-host-9e15",
+        "bytes-1e60",
+        "blocks_per_sm-list",
+        "blocks_per_sm-1e309",
+        "blocks-2**53+1",
+        "two-kernels-9e15",
+    ],
+)
+def test_bad_pipelines_are_refused_cleanly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], text: str, expected: str
+) -> None:
+    err = _refused(capsys, ["simulate", _file(tmp_path, text), "--json"], seconds=5.0)
+    assert expected in err
+
+
+def test_a_long_device_name_in_the_file_is_an_unknown_device(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was OSError (file name too long)."""
+    text = H + '"device":"' + "a" * 256 + '","program":[{"op":"host","duration_us":1}]}'
+    err = _refused(capsys, ["simulate", _file(tmp_path, text), "--json"])
+    assert err.startswith("error: unknown device 'aaaa")
+    assert "(256 characters)" in err and "(the device named in p.json)" in err
+
+
+@pytest.mark.parametrize("device", ["d" * 256, "d" * 5000, "x/" * 3000 + "gpu.json", "a\0b"])
+def test_odd_device_options_exit_2(capsys: pytest.CaptureFixture[str], device: str) -> None:
+    err = _refused(capsys, ["simulate", TWO_STREAMS, "--device", device, "--json"])
+    assert err.startswith(("error: unknown device ", "error: no preset file "))
+
+
+@pytest.mark.parametrize(
+    ("fields", "expected"),
+    [
+        ('"max_blocks_per_sm": [1]', "max_blocks_per_sm: must be an integer"),
+        ('"sm_count": "many"', "sm_count: must be an integer (got 'many')"),
+        ('"sm_count": 1e309', "sm_count: must be an integer (got inf)"),
+        ('"issue_cost_us": {"kernel": "fast"}', "issue_cost_us.kernel: must be a number"),
+        ('"h2d_pinned_gbps": true', "h2d_pinned_gbps: must be a number (got True)"),
+        ('"bandwidth_table": {"h2d_pinned": 5}', "bandwidth_table.h2d_pinned: must be a list"),
+        ('"x": ' + "[" * 3000 + "]" * 3000, "nested deeper than 64 levels"),
+    ],
+)
+def test_preset_files_with_bad_field_types_exit_2(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], fields: str, expected: str
+) -> None:
+    text = '{"format": "swimlanes-device", "version": 1, "name": "x", ' + fields + "}"
+    preset = _file(tmp_path, text, "gpu.json")
+    assert expected in _refused(capsys, ["simulate", TWO_STREAMS, "--device", preset, "--json"])
+
+
+def test_a_huge_grid_is_refused_before_simulating(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was a hang (1e9 blocks took 1.6 s, 1e12 over 30 s; the app's window froze)."""
+    text = H + '"program":[{"op":"kernel","blocks":2147483647,"threads":1024,"duration_us":1}]}'
+    err = _refused(capsys, ["simulate", _file(tmp_path, text), "--json"], seconds=3.0)
+    assert "program[0].blocks: the kernels need 8134408 waves of thread blocks on h200" in err
+    assert "at most 1048576 in one pipeline" in err
+
+
+def test_100000_streams_are_refused_at_once(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Was a hang: 226 s (a quadratic duplicate-name check)."""
+    streams = ",".join(f'{{"name":"s{i}"}}' for i in range(100_000))
+    text = H + f'"streams":[{streams}],"program":[{{"op":"device_sync"}}]}}'
+    err = _refused(capsys, ["simulate", _file(tmp_path, text), "--json"], seconds=5.0)
+    assert err == "error: streams: 100000 streams: at most 1024\n"
+
+
+def test_many_streams_with_many_default_stream_ops_are_refused_quickly(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    streams = [{"name": f"s{i}"} for i in range(1024)]
+    program = [{"op": "kernel", "stream": s["name"], "blocks": 1, "threads": 32,
+                "duration_us": 1} for s in streams]  # fmt: skip
+    program += [{"op": "device_sync"}] * 20_000
+    doc = {"format": "swimlanes-pipeline", "version": 1, "streams": streams, "program": program}
+    err = _refused(capsys, ["simulate", _file(tmp_path, json.dumps(doc)), "--json"], seconds=5.0)
+    assert "each checking all 1025 streams" in err
+
+
+def test_the_largest_values_simulate(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    """At the limits the answer is right: two kernels of 1e9 us on one stream take 2e9 us."""
+    text = (
+        H + '"device":"ideal","streams":[{"name":"s1"}],"program":['
+        '{"op":"kernel","stream":"s1","blocks":1,"threads":1,"duration_us":1e9},'
+        '{"op":"kernel","stream":"s1","blocks":1,"threads":1,"duration_us":1e9}]}'
+    )
+    out = _json(capsys, ["simulate", _file(tmp_path, text), "--json"])
+    assert out["makespan_us"] == pytest.approx(2e9)
+    assert out["ops"][1]["start_us"] == pytest.approx(1e9)
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["simulate", "{gz}", "--json"],
+        ["codegen", "{gz}", "--lang", "python", "-o", "{out}"],
+        ["compare", "{gz}", "--measured", "{gz}"],
+    ],
+    ids=["simulate", "codegen", "compare"],
+)
+def test_a_gzipped_trace_given_as_a_pipeline(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], argv: list[str]
+) -> None:
+    """Was a raw "'utf-8' codec" error."""
+    import gzip
+
+    gz = _file(tmp_path, gzip.compress(b'{"traceEvents": []}'), "run.json.gz")
+    args = [a.format(gz=gz, out=tmp_path / "out.py") for a in argv]
+    err = _refused(capsys, args)
+    assert err == (
+        f"error: {gz} is not a pipeline file (gzip-compressed data; open a trace with 'stats' "
+        "or File > Open measurement)\n"
+    )
+
+
+def test_a_file_name_too_long_exits_2(capsys: pytest.CaptureFixture[str]) -> None:
+    err = _refused(capsys, ["simulate", "p" * 5000, "--json"])
+    assert "(5000 characters)" in err and len(err) < 200

@@ -99,7 +99,10 @@ def test_missing_file_is_a_clear_error(tmp_path: Path) -> None:
 def test_binary_file_is_a_clear_error(tmp_path: Path) -> None:
     path = tmp_path / "binary.json"
     path.write_bytes(b"\xff\xfe\x00garbage")
-    with pytest.raises(PipelineError, match=r"^cannot read .*binary\.json"):
+    with pytest.raises(PipelineError, match=r"binary\.json is not a pipeline file \(UTF-16 text"):
+        load_pipeline(path)
+    path.write_bytes(b'{"name": "\xc0\xaf"}')
+    with pytest.raises(PipelineError, match=r"not a pipeline file \(binary data, not UTF-8"):
         load_pipeline(path)
 
 

@@ -9,6 +9,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from swimlanes.model import pipeline_from_dict, pipeline_from_json, pipeline_to_json, validate
+from swimlanes.model.document import MAX_BLOCKS, MAX_DURATION_US
 
 _NAMES = st.text(
     alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12
@@ -48,12 +49,15 @@ def _op(draw: st.DrawFn, streams: list[str]) -> dict[str, Any]:
         if draw(st.booleans()):
             op["duration_us"] = draw(_POS_NUM)
     elif kind == "kernel":
-        op["blocks"] = draw(_POS_INT)
+        op["blocks"] = draw(st.integers(1, MAX_BLOCKS))
         op["threads"] = draw(st.integers(1, 1024))
         timing = draw(st.sampled_from(["block_us", "duration_us", "roofline"]))
         if timing == "roofline":
             op["flops"] = draw(_POS_NUM)
             op["bytes"] = draw(_POS_INT)
+        elif timing == "block_us":  # the blocks' total time is bounded too
+            longest = min(1e7, MAX_DURATION_US / op["blocks"])
+            op["block_us"] = draw(st.floats(min_value=longest / 1e4, max_value=longest))
         else:
             op[timing] = draw(_POS_NUM)
     elif kind in ("event_record", "event_wait", "event_sync"):

@@ -6,6 +6,7 @@ behaviour, alone-on-the-GPU time) so that the event loop touches no ``Op`` objec
 
 from __future__ import annotations
 
+import math
 from collections import defaultdict
 from dataclasses import dataclass, field
 
@@ -13,7 +14,14 @@ import numpy as np
 
 from swimlanes.engine.blocks import residency, waves
 from swimlanes.engine.presets import DevicePreset
-from swimlanes.model.document import DEFAULT_STREAM, OP_KINDS, Op, Pipeline
+from swimlanes.model.document import (
+    DEFAULT_STREAM,
+    MAX_BLOCKS_PER_SM,
+    MAX_DURATION_US,
+    OP_KINDS,
+    Op,
+    Pipeline,
+)
 
 K = {name: code for code, name in enumerate(OP_KINDS)}
 #: Op kinds that are enqueued on a stream (stream_sync only waits on the host).
@@ -45,6 +53,32 @@ _TIMELINE_DTYPES = {
 RUN_COPY, RUN_SM, RUN_KERNEL, RUN_INSTANT, RUN_CALLBACK = range(5)
 
 STREAM_LEGACY, STREAM_BLOCKING, STREAM_NON_BLOCKING = range(3)
+
+# -- What one simulation may take ----------------------------------------------------------
+# The validator bounds each value of a pipeline (swimlanes.model.document's limits); these
+# bound what a device preset makes of them, so that every simulation ends, soon, with a
+# correct answer or a ValueError naming the op and the limit (never an overflow).
+#: The longest time one op may take on the device, in ns (times the preset derives from
+#: bytes, FLOPs or block time included): the validator's MAX_DURATION_US.
+MAX_OP_NS = round(MAX_DURATION_US * 1000.0)
+#: The program's ops one after another (each with its host call, latencies and copies at
+#: their slowest) must take less than this, a quarter of the simulator's clock range (it uses
+#: 2**62 ns as "never"): every time of the simulation then fits, whatever overlaps.
+MAX_TOTAL_NS = 1 << 60
+#: Waves of thread blocks of all kernels together (kernels alone on the device: a kernel of B
+#: blocks with R resident per SM on S SMs takes ceil(B / (S * R)) waves). The block scheduler
+#: handles one event per wave, about 2 us each on the 2-core machine of README's figures, so
+#: this bounds that work to about 2 s however many blocks a kernel has (the validator allows
+#: CUDA's 2**31 - 1 per kernel: 8 million waves of 1024-thread blocks on an H200).
+MAX_BLOCK_WAVES = 1 << 20
+#: Ops on the legacy default stream, device-wide synchronisations (device_sync, free) and
+#: implicit ones (malloc, synchronous memset) each look at every stream: at most this many
+#: such looks (about 0.15 us each; 16,384 such ops with 1,024 streams, any number with 8).
+MAX_STREAM_CHECKS = 1 << 24
+
+
+class _TooLong(Exception):
+    """An op whose time on the device is past MAX_OP_NS (or not a number at all)."""
 
 
 @dataclass
@@ -130,15 +164,16 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     for op in program:
         add_id(shape_ids[op.op, op.stream, op.bytes, op.host_memory, op.is_async,
                          op.duration_us, op.blocks, op.threads, op.block_us, op.flops,
-                         op.extra.get("blocks_per_sm") if op.extra else None])  # fmt: skip
+                         _blocks_per_sm_key(op.extra) if op.extra else None])  # fmt: skip
         event = op.event
         add_event(event)
         add_label(op.label or defaults[op.op].get(event) or _default_label(op, defaults))
     shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in shape_ids.first]
+    shape_of_op = np.fromiter(ids, dtype=np.intp, count=len(ids))
+    _check_work(shapes, shape_of_op, shape_ids.first, plan, preset)
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
     # numpy gathers of its columns, in its dtypes.
-    shape_of_op = np.fromiter(ids, dtype=np.intp, count=len(ids))
     for k, name in enumerate(COLUMNS):
         values = [row[k] for row, _ in shapes]
         setattr(plan, name, list(map(values.__getitem__, ids)))
@@ -151,6 +186,81 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     if any(x is not None for x in stage):
         plan.stage = list(map(stage.__getitem__, ids))
     return plan
+
+
+def _blocks_per_sm_key(extra: dict) -> object:
+    """An op's ``blocks_per_sm`` as part of its shape's key (hashable even when it is not an
+    integer: _new_shape then refuses it, naming the op)."""
+    value = extra.get("blocks_per_sm")
+    return value if value is None or type(value) is int else repr(value)
+
+
+def _check_work(
+    shapes: list[tuple[tuple, tuple | int | None]],
+    shape_of_op: np.ndarray,
+    first: list[int],
+    plan: Plan,
+    preset: DevicePreset,
+) -> None:
+    """Refuse (ValueError naming the op and the limit) a program that would take the
+    simulator too long (MAX_BLOCK_WAVES, MAX_STREAM_CHECKS) or whose times would not fit its
+    clock (MAX_TOTAL_NS); worked out per shape, times how often each shape occurs."""
+    count = np.bincount(shape_of_op, minlength=len(shapes)).tolist()
+    # A bound on the slack one op may add beyond its host call and its time alone: launch
+    # and dependency latencies, a blocking call's return, a copy engine's rests, the fixed cost
+    # of a copy against the other direction.
+    p = preset
+    slack_us = (
+        max(p.kernel_launch_latency_us, p.copy_launch_latency_us)
+        + max(p.dependency_latency_us, p.kernel_dependency_latency_us)
+        + max(p.sync_return_us.values(), default=0.0)
+        + p.copy_engine_gap_us
+        + max(p.bidirectional_rest_us, p.bidirectional_rest_d2h_us or 0.0)
+        + max(p.bidirectional_overhead_us, p.bidirectional_overhead_d2h_us or 0.0)
+    )
+    slack = round(slack_us * 1000.0)
+    slowest_copy = 1.0 + max(p.bidirectional_slowdown, p.bidirectional_slowdown_d2h or 0.0)
+    total_ns = total_waves = checks = 0
+    most = (0, 0)  # (waves of a kernel shape times its count, shape)
+    n_streams = len(plan.stream_names)
+    for n, ((_k, s, run, _q, cost, host, solo, _b), extra) in enumerate(shapes):
+        c = count[n]
+        device = max(solo, 0) * (slowest_copy if run == RUN_COPY else 1.0)
+        stage = extra if isinstance(extra, int) else 0
+        total_ns += c * (cost + device + stage + slack)
+        if run == RUN_KERNEL:
+            blocks, _cost, max_resident, _block_ns = extra
+            w = -(-blocks // max_resident)
+            most = max(most, (c * w, n))
+        else:
+            w = 1 if run == RUN_SM else 0  # d2d copies and memsets: one wave
+        total_waves += c * w
+        legacy = run >= 0 and s >= 0 and plan.stream_class[s] == STREAM_LEGACY
+        if legacy or host in (BARRIER, ENQ_BARRIER, WAIT_ALL):
+            checks += c * n_streams
+    if total_waves > MAX_BLOCK_WAVES:
+        n = most[1]
+        i = first[n]
+        these = "this kernel" if count[n] == 1 else f"the {count[n]} kernels like this one"
+        raise ValueError(
+            f"program[{i}].blocks: the kernels need {total_waves} waves of thread blocks on "
+            f"{preset.name} ({most[0]} of them for {these}): the simulator takes at most "
+            f"{MAX_BLOCK_WAVES} in one pipeline (fewer blocks, or smaller blocks, so that more "
+            "run at once)"
+        )
+    if checks > MAX_STREAM_CHECKS:
+        raise ValueError(
+            f"program: {checks // max(1, n_streams)} ops on the legacy default stream or "
+            f"synchronising the whole device, each checking all {n_streams} streams: the "
+            f"simulator takes at most {MAX_STREAM_CHECKS} such checks in one pipeline (fewer "
+            "streams, or fewer such ops)"
+        )
+    if total_ns > MAX_TOTAL_NS:
+        raise ValueError(
+            f"program: its ops one after another take {total_ns / 1000.0:.4g} us on "
+            f"{preset.name}, past the simulator's clock of {MAX_TOTAL_NS / 1000.0:.4g} us "
+            f"({MAX_TOTAL_NS / 3.15576e16:.3g} years)"
+        )
 
 
 class _Numbering(dict):
@@ -193,8 +303,38 @@ def _new_shape(
         q = {_H2D: 1, _D2H: 1 if preset.shared_copy_engine else 2}.get(k, 0)
     else:
         q = plan.queue_of_stream[s]
-    host, solo, extra = _shape(op, preset)
+    override = op.extra.get("blocks_per_sm") if op.extra else None
+    if override is not None and (
+        isinstance(override, bool)
+        or not isinstance(override, int)
+        or not 1 <= override <= MAX_BLOCKS_PER_SM
+    ):
+        raise ValueError(
+            f"program[{i}].blocks_per_sm: must be an integer from 1 to {MAX_BLOCKS_PER_SM}"
+        )
+    try:
+        host, solo, extra = _shape(op, preset)
+    except _TooLong as err:
+        raise ValueError(
+            f"program[{i}]: this {name} takes {err} on {preset.name}: the simulator takes at "
+            f"most {MAX_DURATION_US:g} us per op"
+        ) from None
     return (k, s, run, q, costs[name], host, solo, op.bytes or 0), extra
+
+
+def _ns(value: float) -> int:
+    """A time in ns rounded, or _TooLong if it is past MAX_OP_NS (or infinite, or NaN)."""
+    if not value <= MAX_OP_NS:  # (NaN compares false)
+        raise _TooLong(f"{value / 1000.0:.4g} us" if math.isfinite(value) else "forever")
+    return round(value)
+
+
+def _preset_ns(compute, *args) -> int:
+    """``compute(*args)`` (a preset's time of a copy, memset or roofline kernel), checked."""
+    try:
+        return _ns(compute(*args))
+    except OverflowError:  # the preset's own rounding of an infinite time
+        raise _TooLong("forever") from None
 
 
 def _shape(op: Op, preset: DevicePreset) -> tuple[int, int, tuple | int | None]:
@@ -207,20 +347,20 @@ def _shape(op: Op, preset: DevicePreset) -> tuple[int, int, tuple | int | None]:
 def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
     """How the host behaves on this op, and the op's time alone on the device (or -1)."""
     name = op.op
-    dur = None if op.duration_us is None else round(op.duration_us * 1000.0)
+    dur = None if op.duration_us is None else _ns(op.duration_us * 1000.0)
     if name in ("h2d", "d2h", "d2d"):
         memory = op.effective_host_memory if name != "d2d" else "pinned"
-        solo = dur if dur is not None else preset.copy_ns(name, op.bytes or 0, memory)
+        solo = dur if dur is not None else _preset_ns(preset.copy_ns, name, op.bytes or 0, memory)
         if name == "d2d":
             return ENQ, solo
         sync = not op.effective_async
         if name == "h2d" and memory == "pageable" and not sync:
-            stage = round((op.bytes or 0) / preset.h2d_pageable_gbps)
+            stage = _ns((op.bytes or 0) / preset.h2d_pageable_gbps)
             out["value"] = dur if dur is not None else stage
             return ENQ_STAGE, solo
         return (ENQ_WAIT if sync or memory == "pageable" else ENQ), solo
     if name == "memset":
-        solo = dur if dur is not None else preset.memset_ns(op.bytes or 0)
+        solo = dur if dur is not None else _preset_ns(preset.memset_ns, op.bytes or 0)
         return (ENQ if op.effective_async else ENQ_BARRIER), solo
     if name == "kernel":
         threads = op.threads or 256
@@ -228,11 +368,11 @@ def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
         per_sm = residency(preset, threads, op.extra.get("blocks_per_sm"))
         n_waves = waves(preset, blocks, per_sm)
         if op.block_us is not None:
-            total = max(1, round(op.block_us * 1000.0)) * n_waves
+            total = _ns(max(1, _ns(op.block_us * 1000.0)) * n_waves)
         elif dur is not None:
             total = max(1, dur)
         else:
-            total = preset.roofline_ns(op.flops, op.bytes)
+            total = _preset_ns(preset.roofline_ns, op.flops, op.bytes)
         cost = preset.max_threads_per_sm // per_sm
         out["value"] = (blocks, cost, preset.sm_count * per_sm, total / n_waves)
         return ENQ, total + round(preset.kernel_overhead_us * 1000.0)

@@ -11,13 +11,18 @@ Units: bandwidths in GB/s (1 GB = 1e9 bytes), times in microseconds, flops in TF
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from swimlanes.model.document import OP_KINDS
+from swimlanes.model.document import (
+    MAX_NAME_CHARS,
+    MAX_PRIORITY,
+    MAX_TEXT_CHARS,
+    MIN_PRIORITY,
+    OP_KINDS,
+)
 from swimlanes.resources import presets_dir
 
 PRESET_FORMAT = "swimlanes-device"
@@ -32,6 +37,21 @@ BANDWIDTH_KINDS: tuple[str, ...] = ("h2d_pinned", "d2h_pinned", "h2d_pageable", 
 #: covers ``free``, which synchronises the device).
 SYNC_RETURN_KINDS: tuple[str, ...] = ("stream_sync", "event_sync", "device_sync", "sync_copy")
 MAX_CONNECTIONS = 32
+#: Limits of a preset's figures: beyond them no GPU exists, and the simulator's per-op time
+#: limit (engine.plan.MAX_OP_NS) and clock would be at risk. Counts (SMs, threads and blocks
+#: per SM, resident kernels) at most MAX_COUNT; copy engines per direction at most
+#: MAX_COPY_ENGINES; every time in microseconds (latencies, API costs, rests) at most
+#: MAX_PRESET_US (1 s); bandwidths and peak FLOP/s positive and at most MAX_RATE; the
+#: bidirectional slowdowns at most MAX_SLOWDOWN (a copy 11 times as slow).
+MAX_COUNT = 1 << 20
+MAX_COPY_ENGINES = 64
+MAX_PRESET_US = 1e6
+MAX_RATE = 1e9
+MAX_SLOWDOWN = 10.0
+#: Measured points per kind in a bandwidth table.
+MAX_TABLE_POINTS = 1024
+#: Largest preset file read.
+MAX_PRESET_FILE_BYTES = 16 * 1024 * 1024
 
 
 def _issue_costs(**overrides: float) -> dict[str, float]:
@@ -205,11 +225,19 @@ class DevicePreset:
 
 def _coerce(key: str, value: Any, type_name: str) -> Any:
     def bad(expected: str) -> ValueError:
-        return ValueError(f"{key}: must be {expected} (got {value!r})")
+        shown = repr(value) if isinstance(value, int | float | bool | None) else None
+        if isinstance(value, str):
+            shown = repr(value[:40]) + ("..." if len(value) > 40 else "")
+        elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
+            shown = None
+        return ValueError(f"{key}: must be {expected}" + (f" (got {shown})" if shown else ""))
 
     if type_name == "str":
         if not isinstance(value, str):
             raise bad("a string")
+        longest = MAX_TEXT_CHARS if key == "description" else MAX_NAME_CHARS
+        if len(value) > longest:
+            raise ValueError(f"{key}: must be at most {longest} characters (got {len(value)})")
         return value
     if type_name == "bool":
         if not isinstance(value, bool):
@@ -218,6 +246,8 @@ def _coerce(key: str, value: Any, type_name: str) -> Any:
     if type_name == "int":
         if isinstance(value, bool) or not isinstance(value, int):
             raise bad("an integer")
+        if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+            raise ValueError(f"{key}: must be from {MIN_PRIORITY} to {MAX_PRIORITY}")
         return value
     if type_name == "float | None" and value is None:
         return None
@@ -232,15 +262,18 @@ def _coerce(key: str, value: Any, type_name: str) -> Any:
     if type_name.startswith("dict[str, float]"):
         if not isinstance(value, dict):
             raise bad("an object of kind -> microseconds")
-        return {str(k): _coerce(f"{key}.{k}", v, "float") for k, v in value.items()}
+        return {str(k)[:40]: _coerce(f"{key}.{k}"[:80], v, "float") for k, v in value.items()}
     if not isinstance(value, dict):
         raise bad("an object of kind -> [[bytes, GB/s], ...]")
     table: dict[str, list[list[float]]] = {}
     for kind, points in value.items():
+        kind = str(kind)[:40]
         if not isinstance(points, list) or not all(
             isinstance(p, list | tuple) and len(p) == 2 for p in points
         ):
             raise ValueError(f"{key}.{kind}: must be a list of [bytes, GB/s] pairs")
+        if len(points) > MAX_TABLE_POINTS:
+            raise ValueError(f"{key}.{kind}: at most {MAX_TABLE_POINTS} points")
         table[kind] = [[_coerce(f"{key}.{kind}", x, "float") for x in p] for p in points]
     return table
 
@@ -249,20 +282,29 @@ def _check(p: DevicePreset) -> None:
     """Raise ValueError naming the first key whose value cannot describe a GPU."""
     positive_ints = ("sm_count", "max_threads_per_sm", "max_blocks_per_sm", "max_resident_kernels")
     for key in positive_ints + ("copy_engines_per_direction",):
+        limit = MAX_COPY_ENGINES if key == "copy_engines_per_direction" else MAX_COUNT
         if getattr(p, key) < 1:
             raise ValueError(f"{key}: must be at least 1")
+        if getattr(p, key) > limit:
+            raise ValueError(f"{key}: must be at most {limit}")
+    if len(p.name) > MAX_NAME_CHARS or len(p.description) > MAX_TEXT_CHARS:
+        raise ValueError(f"name: must be at most {MAX_NAME_CHARS} characters")
     if not 0 <= p.connections <= MAX_CONNECTIONS:
         raise ValueError(f"connections: must be 1..{MAX_CONNECTIONS} (0: one queue per stream)")
     if p.copy_order not in COPY_ORDERS:
         raise ValueError(f"copy_order: must be one of {', '.join(COPY_ORDERS)}")
     if p.hardware_queues not in HARDWARE_QUEUE_MODELS:
         raise ValueError(f"hardware_queues: must be one of {', '.join(HARDWARE_QUEUE_MODELS)}")
-    for key in ("h2d_pinned_gbps", "d2h_pinned_gbps", "h2d_pageable_gbps", "d2h_pageable_gbps"):
-        if getattr(p, key) <= 0:
-            raise ValueError(f"{key}: must be a positive number")
-    for key in ("memory_gbps", "peak_tflops"):
-        if getattr(p, key) <= 0:
-            raise ValueError(f"{key}: must be a positive number")
+    for key in (
+        "h2d_pinned_gbps",
+        "d2h_pinned_gbps",
+        "h2d_pageable_gbps",
+        "d2h_pageable_gbps",
+        "memory_gbps",
+        "peak_tflops",
+    ):
+        if not 0 < getattr(p, key) <= MAX_RATE:
+            raise ValueError(f"{key}: must be a positive number (at most {MAX_RATE:g})")
     for key in (
         "copy_latency_us",
         "kernel_launch_latency_us",
@@ -276,31 +318,33 @@ def _check(p: DevicePreset) -> None:
         "bidirectional_overhead_us",
         "bidirectional_rest_us",
     ):
-        if getattr(p, key) < 0:
-            raise ValueError(f"{key}: must be a number >= 0")
+        limit = MAX_SLOWDOWN if key == "bidirectional_slowdown" else MAX_PRESET_US
+        if not 0 <= getattr(p, key) <= limit:
+            raise ValueError(f"{key}: must be a number from 0 to {limit:g}")
     for key in (
         "bidirectional_slowdown_d2h",
         "bidirectional_overhead_d2h_us",
         "bidirectional_rest_d2h_us",
     ):
-        if getattr(p, key) is not None and getattr(p, key) < 0:
-            raise ValueError(f"{key}: must be a number >= 0 (or null)")
+        limit = MAX_SLOWDOWN if key == "bidirectional_slowdown_d2h" else MAX_PRESET_US
+        if getattr(p, key) is not None and not 0 <= getattr(p, key) <= limit:
+            raise ValueError(f"{key}: must be a number from 0 to {limit:g} (or null)")
     for kind, lag in p.sync_return_us.items():
         if kind not in SYNC_RETURN_KINDS:
             raise ValueError(
                 f"sync_return_us.{kind}: must be one of {', '.join(SYNC_RETURN_KINDS)}"
             )
-        if lag < 0:
-            raise ValueError(f"sync_return_us.{kind}: must be a number >= 0")
+        if not 0 <= lag <= MAX_PRESET_US:
+            raise ValueError(f"sync_return_us.{kind}: must be a number from 0 to {MAX_PRESET_US:g}")
     for kind, cost in p.issue_cost_us.items():
         if kind not in OP_KINDS:
             raise ValueError(f"issue_cost_us.{kind}: unknown op kind")
-        if cost < 0:
-            raise ValueError(f"issue_cost_us.{kind}: must be a number >= 0")
+        if not 0 <= cost <= MAX_PRESET_US:
+            raise ValueError(f"issue_cost_us.{kind}: must be a number from 0 to {MAX_PRESET_US:g}")
     for kind, points in p.bandwidth_table.items():
         if kind not in BANDWIDTH_KINDS:
             raise ValueError(f"bandwidth_table.{kind}: must be one of {', '.join(BANDWIDTH_KINDS)}")
-        if any(size <= 0 or gbps <= 0 for size, gbps in points):
+        if any(size <= 0 or not 0 < gbps <= MAX_RATE for size, gbps in points):
             raise ValueError(f"bandwidth_table.{kind}: sizes and bandwidths must be positive")
     if p.priority_greatest > p.priority_least:
         raise ValueError("priority_greatest: must be <= priority_least (lower is higher)")
@@ -464,18 +508,42 @@ def preset_names() -> list[str]:
 
 
 def load_preset(path: str | Path) -> DevicePreset:
-    """Read a ``swimlanes-device`` JSON file; ValueError with a clear message on bad input."""
+    """Read a ``swimlanes-device`` JSON file; ValueError with a clear message on bad input
+    (a file that is not UTF-8 text, too large or too deeply nested JSON, bad keys)."""
+    from swimlanes.model.io import binary_kind, parse_json
+    from swimlanes.model.validate import PipelineError
+
     p = Path(path)
+    name = _shorten(p.name)
     try:
-        data = json.loads(p.read_text(encoding="utf-8"))
+        if p.stat().st_size > MAX_PRESET_FILE_BYTES:
+            raise ValueError(f"{name}: too large for a device preset")
+        raw = p.read_bytes()
     except OSError as err:
-        raise ValueError(f"cannot read preset {p.name}: {err.strerror or err}") from None
-    except json.JSONDecodeError as err:
-        raise ValueError(f"{p.name}: not valid JSON ({err.msg}, line {err.lineno})") from None
+        raise ValueError(f"cannot read preset {name}: {err.strerror or err}") from None
+    what = binary_kind(raw)
+    if what is not None:
+        raise ValueError(f"{name} is not a device preset file ({what})")
+    try:
+        data = parse_json(raw.decode("utf-8"), raw)
+    except PipelineError as err:
+        raise ValueError(f"{name}: {err}") from None
     try:
         return DevicePreset.from_dict(data)
-    except ValueError as err:
-        raise ValueError(f"{p.name}: {err}") from None
+    except (ValueError, TypeError) as err:
+        raise ValueError(f"{name}: {err}") from None
+
+
+def _shorten(text: str, limit: int = 60) -> str:
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file, False for a name the system refuses (too long, a NUL character)."""
+    try:
+        return path.is_file()
+    except (OSError, ValueError):
+        return False
 
 
 def get_preset(name_or_path: str | Path) -> DevicePreset:
@@ -487,11 +555,13 @@ def get_preset(name_or_path: str | Path) -> DevicePreset:
             return load_preset(calibrated)
         return _BUILTIN[key]
     path = Path(key)
-    if path.suffix == ".json" or path.is_file():
-        if not path.is_file():
-            raise ValueError(f"no preset file {key!r}")
+    if path.suffix == ".json" or _is_file(path):
+        if not _is_file(path):
+            raise ValueError(f"no preset file {_shorten(key)!r}")
         return load_preset(path)
-    raise ValueError(f"unknown device {key!r}; choose one of {', '.join(_BUILTIN)} or a .json file")
+    raise ValueError(
+        f"unknown device {_shorten(key)!r}; choose one of {', '.join(_BUILTIN)} or a .json file"
+    )
 
 
 def preset_summary(preset: DevicePreset) -> dict[str, Any]:

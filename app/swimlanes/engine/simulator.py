@@ -91,6 +91,12 @@ class SimulationCancelled(Exception):
     """Raised by :func:`simulate` when its ``cancel`` callback returned True."""
 
 
+class SimulationRangeError(ValueError):
+    """A simulation whose times left the simulator's clock (int64 ns, 2**62 ns meaning
+    "never"). plan_ops refuses programs that could get there; this is the last line of
+    defence, so that such a program is refused rather than answered wrongly."""
+
+
 def simulate(
     pipeline: Pipeline,
     device: DevicePreset | str = "h200",
@@ -107,16 +113,29 @@ def simulate(
     try:
         plan = plan_ops(pipeline, preset)
         run = _Run(plan, preset, progress, cancel)
-        run.loop()
+        try:
+            run.loop()
+        except (OverflowError, ValueError) as err:  # an int64 column refused a time
+            raise SimulationRangeError(_out_of_range(run)) from err
         run.drop_work_columns()
     finally:
         if gc_was_enabled:
             gc.enable()
-    if run.host_i < run.n:  # cannot happen: every dependency points to an earlier op
-        raise RuntimeError(f"simulation stalled at program[{run.host_i}]")
+    # The loop ends when the host is done or waits, and nothing on the device happens before
+    # INF. Anything still to do then (host calls, device events) lies past the clock's range.
+    if run.host_i < run.n or len(run.heap) > 1:
+        raise SimulationRangeError(_out_of_range(run))
     if progress is not None:
         progress(1.0)
     return build_timeline(run, pipeline.name)
+
+
+def _out_of_range(run: _Run) -> str:
+    where = f" at program[{run.host_i}]" if run.host_i < run.n else ""
+    return (
+        f"the simulated times pass the simulator's clock range (2**62 ns){where}: shorten "
+        "the longest ops"
+    )
 
 
 class _Run(QueueDrain):

@@ -52,6 +52,49 @@ OP_KINDS: tuple[str, ...] = (
 )
 HOST_MEMORY_KINDS: tuple[str, ...] = ("pinned", "pageable")
 
+# -- Limits ----------------------------------------------------------------------------------
+# What a pipeline may hold: the validator refuses more (naming the JSON path and the limit),
+# the editor's inspector refuses the same values, and so every file that loads can be simulated.
+# The simulator counts time in int64 nanoseconds and uses 2**62 ns as "never", so every time
+# in a simulation must stay below 2**62 ns. The op count and the time one op may take are chosen
+# so that the whole program, op after op, stays far below that: MAX_OPS * MAX_DURATION_US is
+# 1.05e18 ns < 2**60 ns, a quarter of the range, which leaves room for a device preset's own
+# per-call costs and latencies (bounded in engine/presets.py) and for copies slowed by copies
+# in the other direction. Times a preset derives from sizes (bytes / bandwidth, FLOPs / peak) are
+# checked against the same per-op limit when the simulation is planned (engine/plan.py).
+
+#: Ops in one program (about 360 MB of document in memory; the simulator takes ~5 s per 1e6).
+MAX_OPS = 1 << 20
+#: Declared streams (the editor shows one lane each; real programs use a few dozen).
+MAX_STREAMS = 1024
+#: The longest time one op may take, in microseconds (1,000 s): ``duration_us``, ``block_us``
+#: and a kernel's total block time ``blocks * block_us`` (its time on a GPU that runs one
+#: block at a time, the worst case of any preset).
+MAX_DURATION_US = 1e9
+#: The largest copy, memset, allocation or kernel memory traffic: 1 TiB (2**40 bytes). At the
+#: slowest built-in preset's rate (3 GB/s) such a copy takes 367 s, under MAX_DURATION_US.
+MAX_BYTES = 1 << 40
+#: The most floating-point operations one kernel may do (roofline timing).
+MAX_FLOPS = 1e15
+#: Thread blocks of one kernel: CUDA's own grid limit (gridDim.x <= 2**31 - 1).
+MAX_BLOCKS = (1 << 31) - 1
+#: Threads of one block: CUDA's limit on every GPU since Fermi.
+MAX_THREADS_PER_BLOCK = 1024
+#: A kernel's ``blocks_per_sm`` residency override (2048 threads per SM at most, one each).
+MAX_BLOCKS_PER_SM = 2048
+#: Stream priorities are C ints in CUDA.
+MIN_PRIORITY, MAX_PRIORITY = -(1 << 31), (1 << 31) - 1
+#: Characters of a stream, event or pipeline name, or an op label.
+MAX_NAME_CHARS = 256
+#: Characters of the ``device`` key (a preset name or a preset file's path: PATH_MAX).
+MAX_DEVICE_CHARS = 4096
+#: Characters of the ``description`` and ``lesson`` texts.
+MAX_TEXT_CHARS = 65536
+#: Arrays and objects inside each other, anywhere in the file (a pipeline needs 4).
+MAX_JSON_DEPTH = 64
+#: Integer literals anywhere in the file must fit in 64 bits (signed).
+MIN_JSON_INT, MAX_JSON_INT = -(1 << 63), (1 << 63) - 1
+
 # What each op is called in CUDA; used by tooltips, the host-program view and code export.
 CUDA_CALLS: dict[str, str] = {
     "h2d": "cudaMemcpyAsync(..., cudaMemcpyHostToDevice)",

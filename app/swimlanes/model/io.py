@@ -1,33 +1,163 @@
-"""Reading and writing pipeline files (JSON). Saving is atomic: temp file, then rename."""
+"""Reading and writing pipeline files (JSON). Saving is atomic: temp file, then rename.
+
+Loading never lets bad input reach Python's limits: the file's size, its text encoding, the
+nesting of its arrays and objects (checked without recursion before parsing) and the size of
+its integer literals (never converted past 64 bits) are checked first, then the validator
+checks every key against the limits in :mod:`swimlanes.model.document`.
+"""
 
 from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 # The atomic writers live in atomic_write; imported from here by callers that predate it.
 from swimlanes.model.atomic_write import dump_json_atomic as dump_json_atomic
 from swimlanes.model.atomic_write import write_text_atomic as write_text_atomic
-from swimlanes.model.document import Pipeline
-from swimlanes.model.validate import PipelineError, Problem, pipeline_from_dict
+from swimlanes.model.document import MAX_JSON_DEPTH, MAX_JSON_INT, MIN_JSON_INT, Pipeline
+from swimlanes.model.validate import HugeInt, PipelineError, Problem, pipeline_from_dict
 
 MAX_PIPELINE_FILE_BYTES = 256 * 1024 * 1024
 
+#: Leading bytes of files that are not text, and what they are.
+_MAGIC: tuple[tuple[bytes, str], ...] = (
+    (b"\x1f\x8b", "gzip-compressed data"),
+    (b"PK\x03\x04", "a zip archive"),
+    (b"BZh", "bzip2-compressed data"),
+    (b"\xfd7zXZ\x00", "xz-compressed data"),
+    (b"\x28\xb5\x2f\xfd", "zstd-compressed data"),
+    (b"\x89PNG", "a PNG image"),
+    (b"%PDF", "a PDF document"),
+    (b"\xff\xfe", "UTF-16 text: save it as UTF-8"),
+    (b"\xfe\xff", "UTF-16 text: save it as UTF-8"),
+)
+#: Bytes that are not JSON structure (brackets and quotes): deleted by the depth check.
+_NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
+_OPEN_CLOSE = bytes.maketrans(b"[{]}", b"(())")
+_STRING = re.compile(rb'"[^"]*"')
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.DOTALL)
 
-def pipeline_from_json(text: str) -> Pipeline:
-    """Parse JSON text into a validated :class:`Pipeline`."""
+
+def _parse_int(literal: str) -> int | HugeInt:
+    """json's parse_int: an integer literal, or a HugeInt marker for one past 64 bits (which
+    the validator refuses at its path). Long literals are never converted: Python refuses
+    past 4300 digits and takes quadratic time below."""
+    if len(literal) <= 18:
+        return int(literal)
+    if len(literal) > 20:
+        return HugeInt(literal)
+    value = int(literal)
+    return value if MIN_JSON_INT <= value <= MAX_JSON_INT else HugeInt(literal)
+
+
+def _too_deep(raw: bytes) -> bool:
+    """Whether arrays and objects nest deeper than MAX_JSON_DEPTH anywhere in ``raw`` (JSON
+    text as UTF-8). No recursion and no Python loop over the text: escapes, everything but
+    quotes and brackets, and strings are deleted by C-level passes, then each pass removes
+    the innermost pairs of brackets, so MAX_JSON_DEPTH passes empty any document that is not
+    too deep. (Malformed text is left to the JSON parser to report.)"""
+    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    if b"\\" in raw:  # escaped backslashes, then escaped quotes: gone (as a JSON parser reads)
+        raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
+    # Quotes and brackets only; adjacent quotes go at once (an empty string, or one string's
+    # end and the next one's start: either way what lies inside strings stays inside), and
+    # the few strings left, those holding brackets, go with a regex.
+    structure = raw.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    if b'"' in structure:
+        structure = _STRING.sub(b"", structure)
+    brackets = structure.translate(_OPEN_CLOSE)
+    for _ in range(MAX_JSON_DEPTH):
+        if not brackets:
+            return False
+        brackets = brackets.replace(b"()", b"")
+    return b"()" in brackets
+
+
+def _deep_path(text: str) -> str:
+    """The JSON path where nesting first passes MAX_JSON_DEPTH (for the message only: a
+    token-by-token scan, run once a document has been refused)."""
+    frames: list[list[Any]] = []  # [is_object, key or index, expecting a key]
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        if tok in "[{":
+            if len(frames) >= MAX_JSON_DEPTH:
+                break
+            frames.append([tok == "{", None if tok == "{" else 0, tok == "{"])
+        elif tok in "]}":
+            if frames:
+                frames.pop()
+        elif not frames:
+            continue
+        elif tok == ",":
+            top = frames[-1]
+            if top[0]:
+                top[2] = True
+            else:
+                top[1] += 1
+        elif tok == ":":
+            frames[-1][2] = False
+        elif frames[-1][0] and frames[-1][2]:
+            try:
+                frames[-1][1] = json.loads(tok)
+            except ValueError:
+                frames[-1][1] = tok
+    path = ""
+    for is_object, key, _ in frames:
+        if is_object:
+            key = str(key)[:40]
+            path += f".{key}" if path else key
+        else:
+            path += f"[{key}]"
+    return path if len(path) <= 120 else path[:100] + "..."
+
+
+def binary_kind(raw: bytes) -> str | None:
+    """What ``raw`` is if it is not a UTF-8 text file (None if it is)."""
+    for magic, what in _MAGIC:
+        if raw.startswith(magic):
+            return what
     try:
-        data = json.loads(text)
+        raw.decode("utf-8")
+    except UnicodeDecodeError as err:
+        return f"binary data, not UTF-8 text (byte {err.start})"
+    return None
+
+
+def parse_json(text: str, raw: bytes | None = None) -> Any:
+    """JSON text (and its UTF-8 bytes, if at hand) parsed within the limits: nesting at most
+    MAX_JSON_DEPTH (checked before parsing, without recursion) and integers past 64 bits left
+    as :class:`HugeInt` markers for the validator. PipelineError for what cannot be parsed."""
+    if _too_deep(text.encode("utf-8", "surrogatepass") if raw is None else raw):
+        path = _deep_path(text)
+        raise PipelineError(
+            [Problem(path, f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects")]
+        )
+    try:
+        return json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as err:
         raise PipelineError(
             [Problem("", f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}")]
         ) from None
-    return pipeline_from_dict(data)
+    except RecursionError:  # cannot happen after _too_deep; kept as the last line of defence
+        raise PipelineError(
+            [Problem("", f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects")]
+        ) from None
+
+
+def pipeline_from_json(text: str) -> Pipeline:
+    """Parse JSON text into a validated :class:`Pipeline`."""
+    return pipeline_from_dict(parse_json(text))
 
 
 def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
-    """Load and validate a pipeline file; every problem comes back in a :class:`PipelineError`."""
+    """Load and validate a pipeline file; every problem comes back in a :class:`PipelineError`.
+
+    A file that is not UTF-8 text (a gzipped trace, an image, UTF-16) is refused with what it
+    seems to be, before any parsing."""
     p = Path(path)
     try:
         size = p.stat().st_size
@@ -35,12 +165,20 @@ def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
             raise PipelineError(
                 [Problem("", f"{p.name} is {size} bytes: too large for a pipeline")]
             )
-        text = p.read_text(encoding="utf-8")
+        raw = p.read_bytes()
     except FileNotFoundError:
         raise PipelineError([Problem("", f"no such file: {p}")]) from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise PipelineError([Problem("", f"cannot read {p}: {err}")]) from None
-    return pipeline_from_json(text)
+    except IsADirectoryError:
+        raise PipelineError([Problem("", f"{p} is a folder, not a pipeline file")]) from None
+    except (OSError, ValueError) as err:  # ValueError: a path with a NUL character
+        reason = err.strerror if isinstance(err, OSError) and err.strerror else err
+        raise PipelineError([Problem("", f"cannot read {p}: {reason}")]) from None
+    what = binary_kind(raw)
+    if what is not None:
+        if what.startswith("gzip"):  # what Swimlanes gzips is traces
+            what += "; open a trace with 'stats' or File > Open measurement"
+        raise PipelineError([Problem("", f"{p} is not a pipeline file ({what})")])
+    return pipeline_from_dict(parse_json(raw.decode("utf-8"), raw))
 
 
 def pipeline_to_json(pipeline: Pipeline) -> str:
@@ -50,4 +188,3 @@ def pipeline_to_json(pipeline: Pipeline) -> str:
 def save_pipeline(pipeline: Pipeline, path: str | os.PathLike[str]) -> None:
     """Save atomically."""
     write_text_atomic(path, pipeline_to_json(pipeline))
-

@@ -89,9 +89,11 @@ def converted_fields(op: Op, kind: str, pipeline: Pipeline) -> dict[str, Any]:
 
 
 def new_stream_name(pipeline: Pipeline) -> str:
-    """A stream name not used yet: s1, s2, ..."""
+    """A stream name not used yet: s1, s2, ... (one set of the names: linear, not one pass
+    over the streams per candidate)."""
+    used = {s.name for s in pipeline.all_streams}
     n = 1
-    while pipeline.stream(f"s{n}") is not None:
+    while f"s{n}" in used:
         n += 1
     return f"s{n}"
 

@@ -2,7 +2,9 @@
 
 Every committed change is one SetOpFields / SetStreamFields edit (consecutive changes of one
 field merge into one undo step). A value that cannot be used is refused, and the reason is
-shown in red under the field; the document does not change.
+shown in red under the field; the document does not change. The limits are the file format's
+(``swimlanes.model.document``: MAX_BYTES, MAX_DURATION_US ...), so the editor never holds a
+document that would not load again once saved.
 """
 
 from __future__ import annotations
@@ -29,12 +31,19 @@ from swimlanes.model.document import (
     EVENT_OPS,
     HOST_COPY_OPS,
     HOST_MEMORY_KINDS,
+    MAX_BLOCKS,
+    MAX_BYTES,
+    MAX_DURATION_US,
+    MAX_FLOPS,
+    MAX_NAME_CHARS,
+    MAX_PRIORITY,
+    MAX_THREADS_PER_BLOCK,
+    MIN_PRIORITY,
     STREAM_OPS,
     Op,
     Stream,
 )
 from swimlanes.model.edits import (
-    MAX_THREADS_PER_BLOCK,
     Edit,
     RenameStream,
     SetOpFields,
@@ -45,7 +54,7 @@ from swimlanes.ui.editor.common import PALETTE_KINDS
 from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
 from swimlanes.ui.icons import op_icon
 from swimlanes.ui.style import OP_TITLE
-from swimlanes.units import BYTE_UNITS, best_unit
+from swimlanes.units import BYTE_UNITS, best_unit, format_bytes
 
 #: Pause in typing after which a field commits (and the chart re-simulates).
 LIVE_COMMIT_MS = 600
@@ -54,6 +63,14 @@ TIMING_MODES: tuple[tuple[str, str], ...] = (
     ("block_us", "Time per thread block"),
     ("roofline", "FLOPs and bytes (roofline)"),
 )
+#: Largest value of each numeric op field, and how a refusal names it (the file format's).
+LIMITS: dict[str, tuple[float, str]] = {
+    "blocks": (MAX_BLOCKS, f"{MAX_BLOCKS} blocks (CUDA's grid limit)"),
+    "threads": (MAX_THREADS_PER_BLOCK, f"{MAX_THREADS_PER_BLOCK} threads per block"),
+    "time": (MAX_DURATION_US, f"{MAX_DURATION_US:g} us (1,000 s)"),
+    "flops": (MAX_FLOPS, f"{MAX_FLOPS:g} FLOPs"),
+    "bytes": (MAX_BYTES, format_bytes(MAX_BYTES)),
+}
 _STREAM_KIND_TITLES = {
     "legacy_default": "legacy default",
     "per_thread_default": "per-thread default",
@@ -107,9 +124,11 @@ class Inspector(QWidget):
         for kind in PALETTE_KINDS:
             self.kind.addItem(op_icon(kind), OP_TITLE[kind], kind)
         self.label = line_edit("none: named after the kind")
+        self.label.setMaxLength(MAX_NAME_CHARS)
         self.stream = QComboBox()
         self.event = QComboBox()
         self.event.setEditable(True)
+        self.event.lineEdit().setMaxLength(MAX_NAME_CHARS)
         self.size = line_edit("size")
         self.unit = QComboBox()
         for name, _ in BYTE_UNITS:
@@ -170,6 +189,7 @@ class Inspector(QWidget):
         form = QFormLayout(page)
         form.setContentsMargins(0, 0, 0, 0)
         self.stream_name = line_edit()
+        self.stream_name.setMaxLength(MAX_NAME_CHARS)
         self.stream_kind = QComboBox()
         for kind, title in _STREAM_KIND_TITLES.items():
             self.stream_kind.addItem(title, kind)
@@ -378,20 +398,39 @@ class Inspector(QWidget):
         value = self._parsed("bytes", lambda: parse_number(self.size.text()))
         if value is None:
             return
-        size = round(float(value) * unit)
+        exact = float(value) * unit
+        if self._over("bytes", exact):
+            return
+        size = round(exact)
         if size < 1:
             self.fields["bytes"].show_error("must be at least 1 byte")
             return
         self._set("bytes", {"bytes": size})
 
+    def _over(self, key: str, value: float) -> bool:
+        """Whether ``value`` is past the file format's limit for ``key`` (shown if so)."""
+        maximum, text = LIMITS[key]
+        if value <= maximum:
+            return False
+        self.fields[key].show_error(f"must be at most {text}")
+        return True
+
+    def _block_time_over(self, key: str, blocks: int | None, block_us: float | None) -> bool:
+        """A kernel's blocks times its block time past MAX_DURATION_US (shown at ``key``)."""
+        if blocks is None or block_us is None or blocks * block_us <= MAX_DURATION_US:
+            return False
+        self.fields[key].show_error(
+            f"{blocks} blocks of {block_us:g} us make {blocks * block_us:.4g} us of block time: "
+            f"at most {MAX_DURATION_US:g} us in one kernel"
+        )
+        return True
+
     def _commit_int(self, key: str, editor: QLineEdit) -> None:
         value = self._parsed(key, lambda: parse_number(editor.text(), integer=True))
-        if value is None:
+        if value is None or self._over(key, value):
             return
-        if key == "threads" and value > MAX_THREADS_PER_BLOCK:
-            self.fields[key].show_error(
-                f"must be at most {MAX_THREADS_PER_BLOCK} threads per block"
-            )
+        op = self.current_op()
+        if key == "blocks" and op is not None and self._block_time_over(key, value, op.block_us):
             return
         self._set(key, {key: value})
 
@@ -420,14 +459,16 @@ class Inspector(QWidget):
             return
         strict = op.op != "host"
         value = self._parsed("time", lambda: parse_number(self.time.text(), strict=strict))
-        if value is None:
+        if value is None or self._over("time", value):
             return
         key = "block_us" if op.op == "kernel" and _timing_mode(op) == "block_us" else "duration_us"
+        if key == "block_us" and self._block_time_over("time", op.blocks, float(value)):
+            return
         self._set("time", {key: float(value)})
 
     def _commit_flops(self) -> None:
         value = self._parsed("flops", lambda: parse_number(self.flops.text()))
-        if value is not None:
+        if value is not None and not self._over("flops", value):
             self._set("flops", {"flops": float(value)})
 
     def _commit_stream_name(self) -> None:
@@ -454,6 +495,9 @@ class Inspector(QWidget):
             value = parse_number(self.priority.text(), integer=True, minimum=None)
         except FieldError as err:
             fld.show_error(str(err))
+            return
+        if not MIN_PRIORITY <= value <= MAX_PRIORITY:
+            fld.show_error(f"must be from {MIN_PRIORITY} to {MAX_PRIORITY} (a C int)")
             return
         if value != stream.priority:
             self._push(fld, SetStreamFields(stream.name, priority=int(value)))
