@@ -187,3 +187,11 @@ def test_edits_made_seconds_before_a_kill_are_recovered(tmp_path) -> None:
     pipeline, _original, _saved_at = read_recovery(recovery)
     assert pipeline.program[0].label == "K killed"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".recovery")]  # no temp left
+
+
+def test_a_hostile_recovery_file_is_refused_cleanly(tmp_path) -> None:
+    """Read at start-up: the pipeline files' limits apply (no RecursionError, no huge ints)."""
+    path = tmp_path / "recovery.json"
+    path.write_text('{"format": "swimlanes-recovery", "x": ' + "[" * 5000 + "]" * 5000 + "}")
+    with pytest.raises(PipelineError, match="cannot read the recovery file: .*nested deeper"):
+        read_recovery(path)

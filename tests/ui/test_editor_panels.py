@@ -306,3 +306,12 @@ def test_a_pending_commit_is_dropped_when_the_selection_changes(editor: Editor, 
     c.set_selection_indexes([1])
     qtbot.wait(800)
     assert c.pipeline.program[1].blocks == 4096 and c.undo_stack.count() == 0
+
+
+def test_pasting_deeply_nested_text_is_refused_cleanly() -> None:
+    from swimlanes.model.edits import EditError
+    from swimlanes.ui.editor.common import ops_from_json
+
+    text = '{"format": "swimlanes-ops", "ops": ' + "[" * 100_000 + "]" * 100_000 + "}"
+    with pytest.raises(EditError, match="no Swimlanes ops"):
+        ops_from_json(text, sample(), None)

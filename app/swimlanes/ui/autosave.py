@@ -9,7 +9,6 @@ session ended without saving (a crash, a kill, a power cut) and the app offers t
 from __future__ import annotations
 
 import contextlib
-import json
 import threading
 import time
 from pathlib import Path
@@ -18,7 +17,7 @@ from typing import Any
 from PySide6.QtCore import QObject, QStandardPaths, QTimer, Signal
 
 from swimlanes.model.document import Pipeline
-from swimlanes.model.io import dump_json_atomic
+from swimlanes.model.io import dump_json_atomic, parse_json
 from swimlanes.model.validate import PipelineError, Problem, pipeline_from_dict
 from swimlanes.ui.workers import TaskRunner
 
@@ -62,9 +61,12 @@ def read_recovery(path: Path | None = None) -> tuple[Pipeline, str | None, str]:
     """
     source = path or recovery_path()
     try:
-        data = json.loads(source.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as err:
+        data = parse_json(source.read_text(encoding="utf-8"))  # the pipeline files' limits
+    except (OSError, UnicodeDecodeError) as err:
         raise PipelineError([Problem("", f"cannot read the recovery file: {err}")]) from None
+    except PipelineError as err:
+        problems = "; ".join(str(p) for p in err.problems)
+        raise PipelineError([Problem("", f"cannot read the recovery file: {problems}")]) from None
     if not isinstance(data, dict) or data.get("format") != RECOVERY_FORMAT:
         raise PipelineError([Problem("", "the recovery file is not a Swimlanes recovery file")])
     pipeline = pipeline_from_dict(data.get("pipeline"))

@@ -17,6 +17,7 @@ from swimlanes.model.document import (
     Pipeline,
 )
 from swimlanes.model.edits import EditError
+from swimlanes.model.io import parse_json
 from swimlanes.model.validate import PipelineError, pipeline_from_dict
 
 #: Drag from the palette: the payload is the op kind (ASCII).
@@ -91,8 +92,8 @@ def ops_from_json(text: str, pipeline: Pipeline, stream: str | None) -> list[Op]
     An op whose stream the document does not have goes to ``stream`` (the lane pasted on).
     """
     try:
-        data: Any = json.loads(text)
-    except (json.JSONDecodeError, TypeError):
+        data: Any = parse_json(text)  # the pipeline files' limits: depth, 64-bit integers
+    except (PipelineError, TypeError):
         raise EditError("the clipboard holds no Swimlanes ops") from None
     if not isinstance(data, dict) or data.get("format") != OPS_CLIPBOARD_FORMAT:
         raise EditError("the clipboard holds no Swimlanes ops")
