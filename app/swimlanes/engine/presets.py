@@ -16,42 +16,22 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
 
-from swimlanes.model.document import (
-    MAX_NAME_CHARS,
-    MAX_PRIORITY,
-    MAX_TEXT_CHARS,
-    MIN_PRIORITY,
-    OP_KINDS,
+# The kinds and bounds live with the checks; imported from here by callers that predate them.
+from swimlanes.engine.preset_checks import (  # noqa: F401 - re-exported
+    BANDWIDTH_KINDS,
+    COPY_ORDERS,
+    HARDWARE_QUEUE_MODELS,
+    MAX_CONNECTIONS,
+    MAX_PRESET_FILE_BYTES,
+    SYNC_RETURN_KINDS,
+    check_preset,
+    coerce_preset_value,
 )
+from swimlanes.model.document import OP_KINDS
 from swimlanes.resources import presets_dir
 
 PRESET_FORMAT = "swimlanes-device"
 PRESET_VERSION = 1
-HARDWARE_QUEUE_MODELS: tuple[str, ...] = ("hyperq", "fermi")
-#: How a copy engine picks among ready copies (see engine.copies.choose_copy).
-COPY_ORDERS: tuple[str, ...] = ("measured", "fifo")
-#: Keys of ``bandwidth_table``: measured size -> bandwidth points per transfer kind.
-BANDWIDTH_KINDS: tuple[str, ...] = ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable")
-#: Keys of ``sync_return_us``: the blocking calls whose return lags the work they wait for
-#: (``sync_copy``: a copy call that returns when the copy is done; ``device_sync`` also
-#: covers ``free``, which synchronises the device).
-SYNC_RETURN_KINDS: tuple[str, ...] = ("stream_sync", "event_sync", "device_sync", "sync_copy")
-MAX_CONNECTIONS = 32
-#: Limits of a preset's figures: beyond them no GPU exists, and the simulator's per-op time
-#: limit (engine.plan.MAX_OP_NS) and clock would be at risk. Counts (SMs, threads and blocks
-#: per SM, resident kernels) at most MAX_COUNT; copy engines per direction at most
-#: MAX_COPY_ENGINES; every time in microseconds (latencies, API costs, rests) at most
-#: MAX_PRESET_US (1 s); bandwidths and peak FLOP/s positive and at most MAX_RATE; the
-#: bidirectional slowdowns at most MAX_SLOWDOWN (a copy 11 times as slow).
-MAX_COUNT = 1 << 20
-MAX_COPY_ENGINES = 64
-MAX_PRESET_US = 1e6
-MAX_RATE = 1e9
-MAX_SLOWDOWN = 10.0
-#: Measured points per kind in a bandwidth table.
-MAX_TABLE_POINTS = 1024
-#: Largest preset file read.
-MAX_PRESET_FILE_BYTES = 16 * 1024 * 1024
 
 
 def _issue_costs(**overrides: float) -> dict[str, float]:
@@ -159,7 +139,7 @@ class DevicePreset:
     completion_signal_delay: bool = False
 
     def __post_init__(self) -> None:
-        _check(self)
+        check_preset(self)
 
     def issue_cost_ns(self, kind: str) -> int:
         return round(self.issue_cost_us.get(kind, 0.0) * 1000.0)
@@ -215,139 +195,12 @@ class DevicePreset:
                 continue
             if key not in known:
                 raise ValueError(f"{key}: unknown preset key")
-            kwargs[key] = _coerce(key, value, cls.__dataclass_fields__[key].type)
+            kwargs[key] = coerce_preset_value(key, value, cls.__dataclass_fields__[key].type)
         if "name" not in kwargs:
             raise ValueError("name: is required")
         if "issue_cost_us" in kwargs:
             kwargs["issue_cost_us"] = {**_issue_costs(), **kwargs["issue_cost_us"]}
         return cls(**kwargs)
-
-
-def _coerce(key: str, value: Any, type_name: str) -> Any:
-    def bad(expected: str) -> ValueError:
-        shown = repr(value) if isinstance(value, int | float | bool | None) else None
-        if isinstance(value, str):
-            shown = repr(value[:40]) + ("..." if len(value) > 40 else "")
-        elif isinstance(value, int) and not isinstance(value, bool) and value.bit_length() > 64:
-            shown = None
-        return ValueError(f"{key}: must be {expected}" + (f" (got {shown})" if shown else ""))
-
-    if type_name == "str":
-        if not isinstance(value, str):
-            raise bad("a string")
-        longest = MAX_TEXT_CHARS if key == "description" else MAX_NAME_CHARS
-        if len(value) > longest:
-            raise ValueError(f"{key}: must be at most {longest} characters (got {len(value)})")
-        return value
-    if type_name == "bool":
-        if not isinstance(value, bool):
-            raise bad("true or false")
-        return value
-    if type_name == "int":
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise bad("an integer")
-        if not MIN_PRIORITY <= value <= MAX_PRIORITY:
-            raise ValueError(f"{key}: must be from {MIN_PRIORITY} to {MAX_PRIORITY}")
-        return value
-    if type_name == "float | None" and value is None:
-        return None
-    if type_name in ("float", "float | None"):
-        if (
-            isinstance(value, bool)
-            or not isinstance(value, int | float)
-            or not math.isfinite(value)
-        ):
-            raise bad("a number")
-        return float(value)
-    if type_name.startswith("dict[str, float]"):
-        if not isinstance(value, dict):
-            raise bad("an object of kind -> microseconds")
-        return {str(k)[:40]: _coerce(f"{key}.{k}"[:80], v, "float") for k, v in value.items()}
-    if not isinstance(value, dict):
-        raise bad("an object of kind -> [[bytes, GB/s], ...]")
-    table: dict[str, list[list[float]]] = {}
-    for kind, points in value.items():
-        kind = str(kind)[:40]
-        if not isinstance(points, list) or not all(
-            isinstance(p, list | tuple) and len(p) == 2 for p in points
-        ):
-            raise ValueError(f"{key}.{kind}: must be a list of [bytes, GB/s] pairs")
-        if len(points) > MAX_TABLE_POINTS:
-            raise ValueError(f"{key}.{kind}: at most {MAX_TABLE_POINTS} points")
-        table[kind] = [[_coerce(f"{key}.{kind}", x, "float") for x in p] for p in points]
-    return table
-
-
-def _check(p: DevicePreset) -> None:
-    """Raise ValueError naming the first key whose value cannot describe a GPU."""
-    positive_ints = ("sm_count", "max_threads_per_sm", "max_blocks_per_sm", "max_resident_kernels")
-    for key in positive_ints + ("copy_engines_per_direction",):
-        limit = MAX_COPY_ENGINES if key == "copy_engines_per_direction" else MAX_COUNT
-        if getattr(p, key) < 1:
-            raise ValueError(f"{key}: must be at least 1")
-        if getattr(p, key) > limit:
-            raise ValueError(f"{key}: must be at most {limit}")
-    if len(p.name) > MAX_NAME_CHARS or len(p.description) > MAX_TEXT_CHARS:
-        raise ValueError(f"name: must be at most {MAX_NAME_CHARS} characters")
-    if not 0 <= p.connections <= MAX_CONNECTIONS:
-        raise ValueError(f"connections: must be 1..{MAX_CONNECTIONS} (0: one queue per stream)")
-    if p.copy_order not in COPY_ORDERS:
-        raise ValueError(f"copy_order: must be one of {', '.join(COPY_ORDERS)}")
-    if p.hardware_queues not in HARDWARE_QUEUE_MODELS:
-        raise ValueError(f"hardware_queues: must be one of {', '.join(HARDWARE_QUEUE_MODELS)}")
-    for key in (
-        "h2d_pinned_gbps",
-        "d2h_pinned_gbps",
-        "h2d_pageable_gbps",
-        "d2h_pageable_gbps",
-        "memory_gbps",
-        "peak_tflops",
-    ):
-        if not 0 < getattr(p, key) <= MAX_RATE:
-            raise ValueError(f"{key}: must be a positive number (at most {MAX_RATE:g})")
-    for key in (
-        "copy_latency_us",
-        "kernel_launch_latency_us",
-        "copy_launch_latency_us",
-        "host_call_gap_us",
-        "kernel_overhead_us",
-        "dependency_latency_us",
-        "kernel_dependency_latency_us",
-        "copy_engine_gap_us",
-        "bidirectional_slowdown",
-        "bidirectional_overhead_us",
-        "bidirectional_rest_us",
-    ):
-        limit = MAX_SLOWDOWN if key == "bidirectional_slowdown" else MAX_PRESET_US
-        if not 0 <= getattr(p, key) <= limit:
-            raise ValueError(f"{key}: must be a number from 0 to {limit:g}")
-    for key in (
-        "bidirectional_slowdown_d2h",
-        "bidirectional_overhead_d2h_us",
-        "bidirectional_rest_d2h_us",
-    ):
-        limit = MAX_SLOWDOWN if key == "bidirectional_slowdown_d2h" else MAX_PRESET_US
-        if getattr(p, key) is not None and not 0 <= getattr(p, key) <= limit:
-            raise ValueError(f"{key}: must be a number from 0 to {limit:g} (or null)")
-    for kind, lag in p.sync_return_us.items():
-        if kind not in SYNC_RETURN_KINDS:
-            raise ValueError(
-                f"sync_return_us.{kind}: must be one of {', '.join(SYNC_RETURN_KINDS)}"
-            )
-        if not 0 <= lag <= MAX_PRESET_US:
-            raise ValueError(f"sync_return_us.{kind}: must be a number from 0 to {MAX_PRESET_US:g}")
-    for kind, cost in p.issue_cost_us.items():
-        if kind not in OP_KINDS:
-            raise ValueError(f"issue_cost_us.{kind}: unknown op kind")
-        if not 0 <= cost <= MAX_PRESET_US:
-            raise ValueError(f"issue_cost_us.{kind}: must be a number from 0 to {MAX_PRESET_US:g}")
-    for kind, points in p.bandwidth_table.items():
-        if kind not in BANDWIDTH_KINDS:
-            raise ValueError(f"bandwidth_table.{kind}: must be one of {', '.join(BANDWIDTH_KINDS)}")
-        if any(size <= 0 or not 0 < gbps <= MAX_RATE for size, gbps in points):
-            raise ValueError(f"bandwidth_table.{kind}: sizes and bandwidths must be positive")
-    if p.priority_greatest > p.priority_least:
-        raise ValueError("priority_greatest: must be <= priority_least (lower is higher)")
 
 
 def _interpolate_gbps(table: list[list[float]], nbytes: int) -> float:
