@@ -29,7 +29,9 @@ DEFAULT_MAX_BYTES = 2 * 1024**3
 #: The most trace events import keeps (GPU ops, host calls, flows, unfinished "B" events), and
 #: the most rows of a timeline or run file: what import holds in memory grows with these.
 DEFAULT_MAX_KEPT = 2_000_000
-_CHUNK = 1024 * 1024
+#: Read at a time: small enough that ``cancel`` and ``progress`` are polled every few
+#: milliseconds of parsing.
+_CHUNK = 64 * 1024
 
 Progress = Callable[[float], None] | None
 Cancel = Callable[[], bool] | None

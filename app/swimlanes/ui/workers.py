@@ -27,6 +27,9 @@ SYNC_OP_LIMIT = 2000
 #: no preset has more than this many block slots (SMs x resident blocks).
 _BLOCK_SLOTS_PER_STEP = 1024
 DEBOUNCE_MS = 120
+#: A task polling ``cancel`` sleeps YIELD_S at most every YIELD_EVERY_S (4 % of its time).
+YIELD_EVERY_S = 0.005
+YIELD_S = 0.0002
 
 SimulateFn = Callable[..., Timeline]
 
@@ -249,6 +252,7 @@ class _Task(QRunnable):
         self._is_stale = is_stale
         self._relay = relay
         self._shown = -1
+        self._yielded = 0.0
 
     def _progress(self, fraction: float) -> None:
         # Only changes of a tenth of a percent cross threads: a flood of queued signals
@@ -258,10 +262,20 @@ class _Task(QRunnable):
             self._shown = step
             self._relay.progress.emit(self.generation, step / 1000)
 
+    def _cancelled(self) -> bool:
+        # Each poll also lets the UI thread have the GIL now and then: CPython does not always
+        # hand it over to a thread waiting on a busy one (a trace being parsed kept the window
+        # from redrawing for a second).
+        now = time.monotonic()
+        if now - self._yielded > YIELD_EVERY_S:
+            self._yielded = now
+            time.sleep(YIELD_S)
+        return self._is_stale(self.generation)
+
     def run(self) -> None:
         gen = self.generation
         try:
-            result = self._work(self._progress, lambda: self._is_stale(gen))
+            result = self._work(self._progress, self._cancelled)
         except Exception as err:  # noqa: BLE001 - handed to the UI thread, which reports it
             self._relay.error.emit(gen, err)
             return
