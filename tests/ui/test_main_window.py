@@ -376,3 +376,17 @@ def test_starting_with_a_saved_run_opens_its_pipeline_and_measurement(qtbot, tmp
     assert win.controller.pipeline.to_dict() == pipeline.to_dict()
     assert win.measured is not None and win.comparison is not None
     assert win.comparison.flagged_indexes == []  # the same model on both sides
+
+
+def test_opening_a_document_removes_a_killed_saves_temp_file(window, tmp_path) -> None:
+    import os
+    import time
+
+    doc = tmp_path / "work.json"
+    doc.write_bytes(example_path("two-streams").read_bytes())
+    left = tmp_path / ".work.json.abcd1234.tmp"  # what a Save killed mid-write leaves
+    left.write_text("half a pipeline", encoding="utf-8")
+    old = time.time() - 3600
+    os.utime(left, (old, old))
+    assert window.open_document(str(doc))
+    assert not left.exists() and doc.exists()

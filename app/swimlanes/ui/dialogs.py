@@ -192,6 +192,7 @@ class FileHandling:
 
     def load_path(self, path: str, *, example: str | None = None) -> bool:
         """Load ``path`` without asking about unsaved changes; problems go to a message box."""
+        from swimlanes.model.atomic_write import remove_stale_temps
         from swimlanes.model.io import load_pipeline
 
         try:
@@ -203,6 +204,8 @@ class FileHandling:
             return False
         if not example:
             self.settings.add_recent_file(path)
+            # a Save killed mid-write left its temp file beside the document: tidy it now
+            remove_stale_temps(path)
         self.status(f"Opened {Path(path).name}: {len(pipeline.program)} ops")
         self._replace_document(pipeline, None if example else path, example)
         return True
