@@ -38,6 +38,15 @@ LEFT = Qt.MouseButton.LeftButton
 
 
 @pytest.fixture
+def editor(qtbot) -> Editor:
+    ed = Editor(sample())
+    qtbot.addWidget(ed)
+    ed.show()
+    qtbot.waitExposed(ed)
+    return ed
+
+
+@pytest.fixture
 def empty(qtbot) -> Editor:
     ed = Editor(Pipeline())
     qtbot.addWidget(ed)

@@ -20,6 +20,15 @@ LEFT = Qt.MouseButton.LeftButton
 NONE = Qt.KeyboardModifier.NoModifier
 
 
+@pytest.fixture
+def editor(qtbot) -> Editor:
+    ed = Editor(sample())
+    qtbot.addWidget(ed)
+    ed.show()
+    qtbot.waitExposed(ed)
+    return ed
+
+
 def test_program_lines_read_like_cuda() -> None:
     p = pipeline_from_dict(
         {

@@ -21,6 +21,15 @@ from swimlanes.model.document import (
 )
 
 
+@pytest.fixture
+def editor(qtbot) -> Editor:
+    ed = Editor(sample())
+    qtbot.addWidget(ed)
+    ed.show()
+    qtbot.waitExposed(ed)
+    return ed
+
+
 def _type(widget, text: str) -> None:
     widget.selectAll()
     QTest.keyClicks(widget, text)
