@@ -27,9 +27,11 @@ SYNC_OP_LIMIT = 2000
 #: no preset has more than this many block slots (SMs x resident blocks).
 _BLOCK_SLOTS_PER_STEP = 1024
 DEBOUNCE_MS = 120
-#: A task polling ``cancel`` sleeps YIELD_S at most every YIELD_EVERY_S (4 % of its time).
-YIELD_EVERY_S = 0.005
-YIELD_S = 0.0002
+#: While a task runs, the UI thread beats this often; a task whose ``cancel`` poll finds no
+#: beat for UI_STARVED_S pauses (releasing the GIL) until the next beat, UI_WAIT_S at most.
+UI_BEAT_MS = 20
+UI_STARVED_S = 0.06
+UI_WAIT_S = 0.05
 
 SimulateFn = Callable[..., Timeline]
 
@@ -231,11 +233,27 @@ class SimulationRunner(QObject):
 
 # -- any long function, one at a time -----------------------------------------------------------
 class _TaskRelay(QObject):
-    """Lives on the UI thread; a task's thread emits through it (queued to the UI thread)."""
+    """Lives on the UI thread; a task's thread emits through it (queued to the UI thread).
+
+    ``beat`` is when the UI thread last ran its event loop (a timer while a task runs): a task
+    reads it to see whether it is starving the UI thread of the GIL. CPython hands the GIL to
+    a waiting thread only now and then when the running one releases it often (file reads),
+    and a trace being parsed kept the window from redrawing for a second.
+    """
 
     done = Signal(int, object)
     error = Signal(int, object)
     progress = Signal(int, float)
+
+    def __init__(self, parent: QObject | None = None) -> None:
+        super().__init__(parent)
+        self.beat = time.monotonic()
+        self.beat_timer = QTimer(self)
+        self.beat_timer.setInterval(UI_BEAT_MS)
+        self.beat_timer.timeout.connect(self._on_beat)
+
+    def _on_beat(self) -> None:
+        self.beat = time.monotonic()
 
 
 class _Task(QRunnable):
@@ -252,7 +270,6 @@ class _Task(QRunnable):
         self._is_stale = is_stale
         self._relay = relay
         self._shown = -1
-        self._yielded = 0.0
 
     def _progress(self, fraction: float) -> None:
         # Only changes of a tenth of a percent cross threads: a flood of queued signals
@@ -263,13 +280,14 @@ class _Task(QRunnable):
             self._relay.progress.emit(self.generation, step / 1000)
 
     def _cancelled(self) -> bool:
-        # Each poll also lets the UI thread have the GIL now and then: CPython does not always
-        # hand it over to a thread waiting on a busy one (a trace being parsed kept the window
-        # from redrawing for a second).
+        # Each poll also checks that the UI thread has run lately; if not, wait for its next
+        # beat with the GIL released (see _TaskRelay).
+        relay = self._relay
         now = time.monotonic()
-        if now - self._yielded > YIELD_EVERY_S:
-            self._yielded = now
-            time.sleep(YIELD_S)
+        if now - relay.beat > UI_STARVED_S:
+            last, give_up = relay.beat, now + UI_WAIT_S
+            while relay.beat == last and time.monotonic() < give_up:
+                time.sleep(0.001)
         return self._is_stale(self.generation)
 
     def run(self) -> None:
@@ -317,6 +335,7 @@ class TaskRunner(QObject):
         """Run ``work(progress, cancel)`` in the worker thread (a running task is cancelled)."""
         self._generation += 1
         self._set_busy(True)
+        self._relay.beat = time.monotonic()
         self._pool.start(_Task(self._generation, work, self._is_stale, self._relay))
 
     def cancel(self) -> bool:
@@ -354,4 +373,8 @@ class TaskRunner(QObject):
     def _set_busy(self, busy: bool) -> None:
         if busy != self._busy:
             self._busy = busy
+            if busy:
+                self._relay.beat_timer.start()
+            else:
+                self._relay.beat_timer.stop()
             self.busy_changed.emit(busy)
