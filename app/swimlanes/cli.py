@@ -66,13 +66,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("trace")
     p.add_argument("--json", action="store_true")
 
-    p = sub.add_parser("run", help="run a pipeline on the GPU and print the measured timeline")
-    p.add_argument("file")
+    p = sub.add_parser("run", help="run pipelines on the GPU and print the measured timelines")
+    p.add_argument("file", nargs="+", help="one or more pipelines, run one after another")
     p.add_argument("--repeat", type=int, default=5, metavar="N")
     p.add_argument("--warmup", type=int, default=1, metavar="N")
     p.add_argument("--backend", choices=("auto", "cupti", "events"), default="auto")
     p.add_argument("--json", action="store_true")
     p.add_argument("-o", "--output", metavar="RUN.json", help="save the measured run")
+    p.add_argument(
+        "--out-dir", metavar="DIR", help="save each measured run as DIR/<pipeline>.run.json"
+    )
 
     p = sub.add_parser("compare", help="run and simulate a pipeline and report the errors")
     p.add_argument("file")

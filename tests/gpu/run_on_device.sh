@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs, in one go: `bash tests/gpu/run_on_device.sh [STAGES]`.
-# STAGES (comma-separated, default all): nvtx, tests, calibrate, examples, accuracy, bench.
+# STAGES (comma-separated, default all but fidelity): nvtx, tests, calibrate, examples, accuracy,
+# bench, fidelity. The fidelity stage (benchmarks/fidelity/README.md) calibrates, then measures
+# FID_COUNT (default 160) generated random pipelines with --repeat 5 in one process, and packs
+# the preset, the raw calibration, the host's description and the runs into $OUT/fidelity.tgz.
 # The GPU machine's own numpy breaks numba-cuda's compiler and it has no package index, so the
 # wheels this needs sit in .whl/ (numpy 2.4.6, cupti-python 13.0.1, pyelftools; cp312) and are
 # installed into /tmp/site. Logs, the preset, the raw calibration, the measured runs (runs.tgz),
 # the accuracy table and the benchmark lines are written under $OUT.
 set -u
-STAGES="${1:-nvtx,tests,calibrate,examples,accuracy,bench}"
+STAGES="${1:-nvtx,tests,calibrate,examples,accuracy,bench}"  # fidelity only when named
 OUT="${OUT:-/tmp/swimlanes-out}"
 REPEAT="${REPEAT:-7}"
 mkdir -p "$OUT" "$OUT/runs"
@@ -60,6 +63,24 @@ if has accuracy; then
     log "compare two-streams (run + simulate on the calibrated preset)"
     $SW compare resources/examples/two-streams.json --device "$PRESET" --repeat 3
     echo "compare rc=$?"
+fi
+if has fidelity; then
+    FID=/tmp/fidelity
+    rm -rf "$FID"; mkdir -p "$FID/runs"
+    log "fidelity: host"
+    $PY benchmarks/fidelity/host_info.py > "$FID/host.json"; cat "$FID/host.json"
+    log "fidelity: calibrate"
+    $SW calibrate ${CALIBRATE_FLAGS:-} -o "$FID/preset.json" --raw "$FID/calibration-raw.json"
+    echo "calibrate rc=$?"
+    $PY benchmarks/fidelity/generate.py --count "${FID_COUNT:-160}" --out "$FID/pipelines"
+    log "fidelity: run"
+    # Bounded, so that whatever was measured still comes back inside the call's limit.
+    timeout "${FID_SECONDS:-420}" $SW run "$FID"/pipelines/*.json --repeat 5 --out-dir "$FID/runs" \
+        --json > "$FID/runs.jsonl" 2> "$FID/runs.err"
+    echo "run rc=$? runs=$(ls "$FID/runs" | wc -l)"; grep -v '^== \|^saved ' "$FID/runs.err" | tail -20
+    log "fidelity: report"
+    $PY benchmarks/fidelity/report.py --data "$FID" 2>&1 | tail -30
+    tar -C "$FID" -czf "$OUT/fidelity.tgz" host.json preset.json calibration-raw.json runs runs.err
 fi
 if has bench; then
     log "bench"

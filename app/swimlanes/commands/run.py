@@ -1,9 +1,13 @@
-"""``swimlanes run FILE [--repeat N] [--warmup N] [--backend B] [--json] [-o RUN.json]``.
+"""``swimlanes run FILE... [--repeat N] [--warmup N] [--backend B] [--json] [-o RUN.json]
+[--out-dir DIR]``.
 
-Runs the pipeline on this machine's GPU and prints the measured timeline: the same table and
+Runs each pipeline on this machine's GPU and prints the measured timeline: the same table and
 JSON shape as ``simulate`` (per-op spread included), plus the measurement back end and the
 repetition count. ``-o`` saves the run (timeline and pipeline) for ``compare --measured`` and
-the GUI. Without a GPU it says so and exits 2.
+the GUI. Several files run in one process (the GPU context and compiled kernels are made
+once), ``--out-dir`` saves each as ``DIR/<name>.run.json``, ``--json`` then prints one JSON
+object per line with its ``file``; a pipeline that fails is reported and the others still run
+(exit 1 if any failed). Without a GPU it says so and exits 2.
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import load_pipeline
+from swimlanes.model.validate import PipelineError
 from swimlanes.resources import pipeline_argument
 from swimlanes.timeline.timeline import Timeline
 
@@ -51,25 +56,62 @@ def run_json(pipeline: Pipeline, timeline: Timeline) -> dict:
 
 
 def run(args: argparse.Namespace) -> int:
+    files: list[str] = args.file
+    if args.output and len(files) > 1:
+        raise CommandError("-o saves one run: with several pipelines use --out-dir DIR")
+    if len(files) == 1:
+        return _run_one(args, files[0], args.output or _out_dir_path(args, files[0]))
+    from swimlanes.gpu import NO_GPU_MESSAGE, cuda_available
+
+    if not cuda_available():
+        raise CommandError(NO_GPU_MESSAGE)
+    failed = 0
+    for file in files:
+        print(f"== {file}", file=sys.stderr)
+        try:
+            _run_one(args, file, _out_dir_path(args, file))
+        except (CommandError, PipelineError, OSError) as err:
+            # One bad pipeline must not lose the measurements of the others.
+            failed += 1
+            problems = err.problems if isinstance(err, PipelineError) else [err]
+            for problem in problems:
+                print(f"error: {file}: {problem}", file=sys.stderr)
+    if failed:
+        print(f"{failed} of {len(files)} pipelines failed", file=sys.stderr)
+    return 1 if failed else 0
+
+
+def _out_dir_path(args: argparse.Namespace, file: str) -> str | None:
+    if not args.out_dir:
+        return None
+    return str(Path(args.out_dir) / f"{Path(file).stem}.run.json")
+
+
+def _run_one(args: argparse.Namespace, file: str, output: str | None) -> int:
     from swimlanes.commands.simulate import format_table
     from swimlanes.timeline.io import save_run
     from swimlanes.timeline.metrics import compute_metrics
 
-    pipeline = load_pipeline(pipeline_argument(args.file))
+    pipeline = load_pipeline(pipeline_argument(file))
     timeline = measure(pipeline, args.repeat, args.warmup, args.backend)
-    if args.output:
+    if output:
         try:
-            save_run(args.output, timeline, pipeline)
+            Path(output).parent.mkdir(parents=True, exist_ok=True)
+            save_run(output, timeline, pipeline)
         except OSError as err:
-            raise CommandError(f"cannot write {args.output}: {err}") from None
+            raise CommandError(f"cannot write {output}: {err}") from None
     if args.json:
-        print(json.dumps(run_json(pipeline, timeline), indent=2))
+        out = run_json(pipeline, timeline)
+        if len(args.file) > 1:  # one JSON object per line, each naming its file
+            print(json.dumps({"file": file, **out}))
+        else:
+            print(json.dumps(out, indent=2))
     else:
         table = format_table(pipeline, timeline, compute_metrics(timeline))
         print(table.replace(": simulated on ", ": measured on ", 1))
         meta = timeline.meta
         print(f"backend   {meta.get('backend')} ({meta.get('note')})")
         print(f"repeat    {meta.get('repeat')} timed runs; times are medians")
-    if args.output:
-        print(f"saved {Path(args.output)}", file=sys.stderr)
+    if output:
+        print(f"saved {Path(output)}", file=sys.stderr)
     return 0
