@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import ctypes
-import os
 import ctypes.util
 import functools
+import os
 from typing import Any
 
 from swimlanes.gpu.errors import NO_GPU_MESSAGE, ExecutionCancelled, GpuError
