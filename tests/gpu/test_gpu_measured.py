@@ -194,3 +194,21 @@ def test_blocks_per_sm_limits_residency_as_shared_memory_would() -> None:
     tl = run(p)
     assert 195 <= us(tl, 0) <= 230  # 2 blocks per SM: two waves of 100 us
     assert 95 <= us(tl, 1) <= 130  # the same grid unlimited fits at once (8 per SM)
+
+
+def test_a_synchronous_memset_on_a_stream_is_timed_with_the_rest_of_its_stream() -> None:
+    # cuMemsetD8 runs on the legacy default stream whatever stream the op names; CUPTI's
+    # records were matched per stream, so the memset's record was missing from its stream's.
+    p = doc(
+        [{"name": "s1"}, {"name": "s2", "kind": "non_blocking"}],
+        [
+            {"op": "h2d", "stream": "s1", "bytes": MB},
+            {"op": "memset", "stream": "s1", "bytes": MB, "async": False},
+            kernel("s1", 132, 20.0),
+            {"op": "memset", "stream": "s2", "bytes": MB, "async": False},
+            kernel("s2", 132, 20.0),
+        ],
+    )
+    tl = run(p, backend="cupti")
+    assert not tl.meta.get("cupti_unmatched")
+    assert tl.on_device.sum() == 5

@@ -216,6 +216,10 @@ class CuptiProbe(Probe):
 
     def hooks(self, op: OpPlan, stream: StreamHandle | None) -> tuple[Step | None, Step | None]:
         if op.kind in TIMED_KINDS and stream is not None:
+            if op.kind == "memset" and not op.is_async:
+                # cuMemsetD8, the synchronous memset, runs on the legacy default stream
+                # whatever stream the op names: its record comes from there.
+                stream = self.legacy
             self.timed.setdefault(stream.handle, []).append(op.index)
             self.handles[stream.handle] = stream
         return None, None
