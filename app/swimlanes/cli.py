@@ -23,6 +23,14 @@ def _add_device(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_no_calibrate(p: argparse.ArgumentParser) -> None:
+    p.add_argument(
+        "--no-calibrate",
+        action="store_true",
+        help="do not calibrate this host first when the preset cache has no calibration of it",
+    )
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="swimlanes",
@@ -55,7 +63,9 @@ def build_parser() -> argparse.ArgumentParser:
         help="which chart(s) an image shows (auto: both when a measurement is given)",
     )
 
-    p = sub.add_parser("devices", help="list device presets with their parameters")
+    p = sub.add_parser(
+        "devices", help="list device presets (built in and calibrated on hosts) and their figures"
+    )
     p.add_argument("--json", action="store_true")
 
     p = sub.add_parser("examples", help="list shipped example pipelines, or write one to a file")
@@ -76,6 +86,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--out-dir", metavar="DIR", help="save each measured run as DIR/<pipeline>.run.json"
     )
+    _add_no_calibrate(p)
 
     p = sub.add_parser("compare", help="run and simulate a pipeline and report the errors")
     p.add_argument("file")
@@ -84,11 +95,17 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("auto", "cupti", "events"), default="auto")
     p.add_argument("--measured", metavar="RUN.json", help="compare with a saved run instead")
     p.add_argument("--json", action="store_true")
+    _add_no_calibrate(p)
 
-    p = sub.add_parser("calibrate", help="measure this GPU and write a device preset")
+    p = sub.add_parser(
+        "calibrate", help="measure this GPU, write a device preset and cache it for this host"
+    )
     p.add_argument("-o", "--output", metavar="PRESET.json")
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
     p.add_argument("--raw", metavar="RAW.json", help="also save the raw measurements")
+    p.add_argument(
+        "--no-cache", action="store_true", help="do not store the preset in this host's cache"
+    )
 
     p = sub.add_parser("codegen", help="generate runnable Numba CUDA or CUDA C++ code")
     p.add_argument("file")

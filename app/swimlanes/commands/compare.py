@@ -1,9 +1,14 @@
-"""``swimlanes compare FILE [--device NAME] [--repeat N] [--measured RUN.json] [--json]``.
+"""``swimlanes compare FILE [--device NAME] [--repeat N] [--measured RUN.json] [--json]
+[--no-calibrate]``.
 
 Measures the pipeline on this GPU (or takes a saved run with ``--measured``; without a GPU, the
 shipped H200 measurement of a shipped example, saying so), simulates it, and reports per-op
 start/end errors and the makespan error (model minus measurement). The simulation runs on
-``--device``, else on the preset of the measured GPU (``h200`` for an H200), else ``h200``.
+``--device``, else on the cached calibration of the host the measurement came from (this host
+is calibrated first when measuring now and it has none; ``--no-calibrate`` skips that), else,
+with a warning, on another host's calibration of that GPU or the shipped preset (``h200``).
+The text output names the preset and where and when it was calibrated; ``--json`` adds
+``preset`` and ``preset_warning``.
 """
 
 from __future__ import annotations
@@ -12,12 +17,16 @@ import argparse
 import json
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import measurements_dir, pipeline_argument
 from swimlanes.timeline.timeline import NO_TIME, Timeline
+
+if TYPE_CHECKING:
+    from swimlanes.gpu.preset_choice import PresetChoice
 
 
 def shipped_measurement(pipeline_path: str | Path) -> Path | None:
@@ -47,7 +56,9 @@ def measured_timeline(args: argparse.Namespace, pipeline: Pipeline) -> tuple[Tim
         return timeline, str(path)
     from swimlanes.commands.run import measure
 
-    return measure(pipeline, args.repeat, 1, args.backend), "this GPU"
+    # The calibration is only for the comparison: not needed when --device names the preset.
+    calibrate = not (getattr(args, "no_calibrate", False) or args.device)
+    return measure(pipeline, args.repeat, 1, args.backend, calibrate=calibrate), "this GPU"
 
 
 def measured_preset(measured: Timeline) -> str | None:
@@ -103,17 +114,33 @@ def run(args: argparse.Namespace) -> int:
     measured, source = measured_timeline(args, pipeline)
     if not len(measured) or measured.t0 == NO_TIME:
         raise CommandError("the measurement holds no ops")
-    device = simulation_device(args.device, measured)
+    choice = host_preset(args.device, measured)
     try:
-        simulated = simulate(pipeline, get_preset(device))
+        simulated = simulate(pipeline, get_preset(choice.device))
     except ValueError as err:
         raise CommandError(str(err)) from None
     data = compare_timelines(simulated, measured).to_json()
     data["pipeline"] = pipeline.name
     data["measured_source"] = source
     data["backend"] = measured.meta.get("backend")
+    data["preset"] = choice.to_json()
+    data["preset_warning"] = choice.warning
     if args.json:
         print(json.dumps(data, indent=2))
     else:
         print(format_comparison(data, source))
+        print(f"preset    {choice.device}: {choice.origin}")
+    if choice.warning and not args.json:
+        print(f"warning: {choice.warning}", file=sys.stderr)
     return 0
+
+
+def host_preset(requested: str | None, measured: Timeline) -> PresetChoice:
+    """The preset to simulate on: ``requested``, else the calibration of the measurement's
+    host (see swimlanes.gpu.preset_choice); skipped cache files are reported on stderr."""
+    from swimlanes.gpu.preset_choice import choose_preset
+
+    choice, problems = choose_preset(measured, requested)
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    return choice

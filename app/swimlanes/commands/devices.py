@@ -1,4 +1,11 @@
-"""``swimlanes devices [--json]``: the device presets with their key figures."""
+"""``swimlanes devices [--json]``: the device presets with their key figures.
+
+The built-in presets come first, then the presets calibrated on hosts and cached in the user's
+config folder (swimlanes.gpu.preset_cache), newest first. Every row has ``cached``: false for
+built-in ones; a cached row adds ``id``, ``path``, ``gpu``, ``hostname``, ``cpu``, ``driver``,
+``calibrated_at``, ``quick`` and ``this_host``. Cache files that cannot be read are named on
+stderr and skipped.
+"""
 
 from __future__ import annotations
 
@@ -13,7 +20,33 @@ def device_rows() -> list[dict[str, Any]]:
     from swimlanes.engine import get_preset, preset_names
     from swimlanes.engine.presets import preset_summary
 
-    return [preset_summary(get_preset(name)) for name in preset_names()]
+    return [{**preset_summary(get_preset(name)), "cached": False} for name in preset_names()]
+
+
+def cached_rows() -> tuple[list[dict[str, Any]], list[str]]:
+    """Key figures and origin of every cached calibration, and the messages of skipped ones."""
+    from swimlanes.engine.presets import load_preset, preset_summary
+    from swimlanes.gpu.preset_cache import list_cached
+
+    entries, problems = list_cached()
+    here = _this_host_name()
+    rows = []
+    for entry in entries:
+        try:
+            summary = preset_summary(load_preset(entry.path))
+        except ValueError as err:  # changed since it was listed
+            problems.append(f"skipped cached preset {entry.path}: {err}")
+            continue
+        rows.append(
+            {**summary, "cached": True, **entry.to_json(), "this_host": entry.host.hostname == here}
+        )
+    return rows, problems
+
+
+def _this_host_name() -> str:
+    import socket
+
+    return socket.gethostname()
 
 
 def format_devices(rows: list[dict[str, Any]]) -> str:
@@ -52,7 +85,38 @@ def format_devices(rows: list[dict[str, Any]]) -> str:
     return "\n".join(lines)
 
 
+def format_cached(rows: list[dict[str, Any]]) -> str:
+    """The cached calibrations: preset file, GPU, host, CPU, driver, when."""
+    from swimlanes.gpu.preset_cache import cache_dir
+
+    if not rows:
+        return (
+            f"No presets calibrated on this machine's hosts yet (cache: {cache_dir()}); the "
+            "first GPU run calibrates one, or run `swimlanes calibrate`."
+        )
+    lines = [f"Calibrated on hosts (cache: {cache_dir()}), newest first:"]
+    for d in rows:
+        mark = " (this host)" if d["this_host"] else ""
+        quick = ", quick" if d["quick"] else ""
+        lines += [
+            f"  {d['id']}{mark}",
+            f"    {d['gpu']} on host {d['hostname']}; CPU {d['cpu']}; driver {d['driver']}",
+            f"    calibrated {d['calibrated_at']}{quick}; --device {d['path']}",
+        ]
+    return "\n".join(lines)
+
+
 def run(args: argparse.Namespace) -> int:
+    import sys
+
     rows = device_rows()
-    print(json.dumps(rows, indent=2) if args.json else format_devices(rows))
+    cached, problems = cached_rows()
+    for problem in problems:
+        print(f"warning: {problem}", file=sys.stderr)
+    if args.json:
+        print(json.dumps(rows + cached, indent=2))
+    else:
+        print(format_devices(rows))
+        print()
+        print(format_cached(cached))
     return 0

@@ -65,6 +65,7 @@ class CudaBackend(Protocol):
     def live_allocations(self) -> int: ...
 
     def device_info(self) -> DeviceInfo: ...
+    def driver_version(self) -> str: ...
     def host_available_bytes(self) -> int | None: ...
     def alloc(self, kind: str, nbytes: int) -> Buffer: ...
     def release(self, buf: Buffer) -> None: ...
@@ -166,6 +167,16 @@ class NumbaBackend:
             free_bytes=int(free),
             total_bytes=int(total),
         )
+
+    def driver_version(self) -> str:
+        """The NVIDIA driver and the CUDA version it supports (``580.95.05, CUDA 13.0``):
+        part of the host identity a calibration is valid for."""
+        from swimlanes.gpu.host import nvidia_kernel_module_version
+
+        v = int(self.check(self.drv.cuDriverGetVersion(), "cuDriverGetVersion"))
+        cuda = f"CUDA {v // 1000}.{v % 1000 // 10}"
+        module = nvidia_kernel_module_version()
+        return f"{module}, {cuda}" if module else cuda
 
     def host_available_bytes(self) -> int | None:
         return host_available_bytes()

@@ -35,6 +35,7 @@ from swimlanes.gpu.backend import (
     make_backend,
 )
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError
+from swimlanes.gpu.host import this_host
 from swimlanes.gpu.hostfunc import SLOT_END, SLOT_START, new_slot
 from swimlanes.gpu.plan import KernelPlan, OpPlan, ResourcePlan, check_memory, make_plan
 from swimlanes.gpu.probes import NvtxRanges, Probe, make_probe
@@ -70,6 +71,8 @@ class _Run:
         self.warm_stream: StreamHandle | None = None
         self.warm_steps: list[Step] = []
         self.touch_steps: list[Step] = []
+        # Which GPU, driver, CPU and host measured: compare finds that host's preset by it.
+        self.host = this_host(backend).to_dict()
 
     # -- set-up (before the timed region) ---------------------------------------------------
     def setup(self, probe_choice: str, nvtx: NvtxRanges) -> None:
@@ -397,6 +400,7 @@ def _meta(run: _Run, ranges: NvtxRanges, repeat: int) -> dict[str, Any]:
         "device_bytes": run.plan.device_bytes,
         "pinned_bytes": run.plan.pinned_bytes,
         "priorities": {s.name: s.priority for s in run.streams.values()},
+        "host": dict(run.host),
     }
     if getattr(probe, "unmatched", None):
         # Spans of these streams are missing: CUPTI gave a different number of records.

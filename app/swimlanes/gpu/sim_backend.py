@@ -60,6 +60,13 @@ class SimulatorBackend:
     def device_info(self) -> DeviceInfo:
         return self.info
 
+    def driver_version(self) -> str:
+        """The simulator has no driver: its numba version stands in (a calibration made under
+        it then belongs to that numba)."""
+        import numba
+
+        return f"numba {numba.__version__} CUDA simulator"
+
     def host_available_bytes(self) -> int | None:
         return self.host_bytes if self.host_bytes is not None else host_available_bytes()
 
