@@ -159,7 +159,7 @@ def _run_one(args: argparse.Namespace, file: str, output: str | None) -> int:
         print(table.replace(": simulated on ", ": measured on ", 1))
         meta = timeline.meta
         print(f"backend   {meta.get('backend')} ({meta.get('note')})")
-        print(f"repeat    {meta.get('repeat')} timed runs; times are medians")
+        print(f"repeat    {meta.get('repeat')} timed runs; times are the median run's")
         calibration = meta.get("calibration")
         if isinstance(calibration, dict):
             print(f"preset    {calibration.get('path')} (this host's calibration)")

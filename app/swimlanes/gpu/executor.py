@@ -6,8 +6,9 @@ streams (flags and priority) and events, compile and configure the synthetic ker
 prepare one issue step per op; then warm-up and timed repetitions of the host program, with
 the device idle between them. Each timed repetition records the host issue span of every call
 (``perf_counter_ns`` before and after) and, through the measurement back end, every op's device
-span. Per-op times are medians over repetitions, relative to each repetition's first call; the
-spread columns hold p90 - p10. Whatever happens (error, cancel), every allocation, stream and
+span. The times are those of the repetition whose device span (first device start to last
+device end) is the median, relative to its first call, so that they form a schedule the GPU
+really ran; the spread columns hold p90 - p10 over all repetitions. Whatever happens (error, cancel), every allocation, stream and
 event is released before this returns.
 
 Named events: each ``event_record`` op records its own CUDA event, and a wait or sync uses the
@@ -355,7 +356,12 @@ def _timeline(
     ranges: NvtxRanges,
 ) -> Timeline:
     stacked = {k: np.stack([r[k] for r in reps]) for k in reps[0]}
-    med = {k: _median(v) for k, v in stacked.items()}
+    # The times shown are one real repetition's, the one whose device span is the median:
+    # per-op medians taken column by column can mix repetitions in which a copy engine took
+    # ready copies in different orders into a schedule no repetition had (two copies of one
+    # direction overlapping, say). The spread columns still describe every repetition.
+    spans = [_device_span(r["start"], r["end"]) for r in reps]
+    med = reps[median_repetition(spans)]
     spread = {k: _spread(stacked[k]) for k in ("start", "end")}
     names = [s.name for s in plan.streams]
     b = TimelineBuilder(names, ["H2D", "D2H", "Compute"])
@@ -383,6 +389,7 @@ def _timeline(
                 b.add_dep(last_in_stream[op.stream], row, "stream")
             last_in_stream[op.stream] = row
     meta = _meta(run, ranges, len(reps))
+    meta["repetition_spans_us"] = [round(x / 1000.0, 3) for x in spans]
     meta.update(_stall_check(med["issue_start"], med["issue_end"], plan))
     return b.build(
         with_spread=True, source="measured", device=device, name=pipeline.name, meta=meta
@@ -421,12 +428,16 @@ def _stall_check(t_s: np.ndarray, t_e: np.ndarray, plan: ResourcePlan) -> dict[s
     }
 
 
-def _median(v: np.ndarray) -> np.ndarray:
-    out = np.full(v.shape[1], NO_TIME, dtype=np.int64)
-    ok = (v != NO_TIME).all(axis=0)
-    if ok.any():
-        out[ok] = np.round(np.median(v[:, ok], axis=0)).astype(np.int64)
-    return out
+def median_repetition(spans: list[int]) -> int:
+    """The position of the repetition whose device span is the median (the lower of the two
+    middle ones for an even count; the earliest of equal spans)."""
+    return sorted(range(len(spans)), key=spans.__getitem__)[(len(spans) - 1) // 2]
+
+
+def _device_span(start: np.ndarray, end: np.ndarray) -> int:
+    """First device start to last device end of one repetition (0: nothing on the device)."""
+    on = (start != NO_TIME) & (end != NO_TIME)
+    return int(end[on].max() - start[on].min()) if on.any() else 0
 
 
 def _spread(v: np.ndarray) -> np.ndarray:
