@@ -29,6 +29,35 @@ BANDWIDTH_KINDS: tuple[str, ...] = ("h2d_pinned", "d2h_pinned", "h2d_pageable", 
 #: covers ``free``, which synchronises the device).
 SYNC_RETURN_KINDS: tuple[str, ...] = ("stream_sync", "event_sync", "device_sync", "sync_copy")
 MAX_CONNECTIONS = 32
+#: Keys of ``spread`` (engine.bands). The first five are relative standard deviations (of the
+#: log of a factor, so 0.05 is about 5%) of what varies from one run to the next:
+#: ``host_cost`` each API call's host cost, ``host_scale`` all host costs of a run together
+#: (clock and cache state), ``copy`` each copy's time, ``pageable_gbps`` the pageable copy
+#: rate of a run, ``kernel`` each kernel's (and D2D copy's, memset's) time. The last two are
+#: the model's own error, fractions of the predicted time fitted on measured pipelines:
+#: the band's low end is stretched by ``model_error_low`` (<= 0) and its high end by
+#: ``model_error_high`` (>= 0).
+SPREAD_KEYS: tuple[str, ...] = (
+    "host_cost",
+    "host_scale",
+    "copy",
+    "pageable_gbps",
+    "kernel",
+    "model_error_low",
+    "model_error_high",
+)
+#: The figures a preset without a ``spread`` key uses: modest run-to-run jitter, no model error.
+DEFAULT_SPREAD: dict[str, float] = {
+    "host_cost": 0.05,
+    "host_scale": 0.02,
+    "copy": 0.01,
+    "pageable_gbps": 0.05,
+    "kernel": 0.01,
+    "model_error_low": 0.0,
+    "model_error_high": 0.0,
+}
+#: Largest relative spread (and model error above the prediction) a preset may give.
+MAX_SPREAD = 10.0
 #: Limits of a preset's figures: beyond them no GPU exists, and the simulator's per-op time
 #: limit (engine.plan.MAX_OP_NS) and clock would be at risk. Counts (SMs, threads and blocks
 #: per SM, resident kernels) at most MAX_COUNT; copy engines per direction at most
@@ -174,5 +203,15 @@ def check_preset(p: DevicePreset) -> None:
             raise ValueError(f"bandwidth_table.{kind}: must be one of {', '.join(BANDWIDTH_KINDS)}")
         if any(size <= 0 or not 0 < gbps <= MAX_RATE for size, gbps in points):
             raise ValueError(f"bandwidth_table.{kind}: sizes and bandwidths must be positive")
+    _check_spread(p.spread)
     if p.priority_greatest > p.priority_least:
         raise ValueError("priority_greatest: must be <= priority_least (lower is higher)")
+
+
+def _check_spread(spread: dict[str, float]) -> None:
+    for key, value in spread.items():
+        if key not in SPREAD_KEYS:
+            raise ValueError(f"spread.{key}: must be one of {', '.join(SPREAD_KEYS)}")
+        low, high = (-0.99, 0.0) if key == "model_error_low" else (0.0, MAX_SPREAD)
+        if not low <= value <= high:
+            raise ValueError(f"spread.{key}: must be a number from {low:g} to {high:g}")

@@ -137,6 +137,10 @@ class DevicePreset:
     #: Fermi: back-to-back kernels from different streams signal completion only when the
     #: last of them ends.
     completion_signal_delay: bool = False
+    #: Run-to-run spread and the model's own error, per key of SPREAD_KEYS (missing keys take
+    #: DEFAULT_SPREAD): what engine.bands samples for a prediction band. ``swimlanes
+    #: calibrate`` measures the spread; benchmarks/fidelity/fit_band.py fits the model error.
+    spread: dict[str, float] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         check_preset(self)

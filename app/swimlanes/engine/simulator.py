@@ -72,6 +72,7 @@ from swimlanes.engine.plan import (
     RUN_KERNEL,
     RUN_SM,
     K,
+    Plan,
     plan_ops,
 )
 from swimlanes.engine.presets import DevicePreset, get_preset
@@ -103,8 +104,12 @@ def simulate(
     *,
     progress: Callable[[float], None] | None = None,
     cancel: Callable[[], bool] | None = None,
+    adjust_plan: Callable[[Plan], None] | None = None,
 ) -> Timeline:
-    """Simulate ``pipeline`` on ``device``; deterministic. See the module docstring."""
+    """Simulate ``pipeline`` on ``device``; deterministic. See the module docstring.
+
+    ``adjust_plan`` may change the per-op columns of the plan in place before the event loop
+    runs (engine.bands perturbs host costs and device times with it)."""
     preset = device if isinstance(device, DevicePreset) else get_preset(device)
     # The simulation allocates many small tuples and no reference cycles; pausing the cyclic
     # collector keeps it from rescanning the growing heap (which made big runs superlinear).
@@ -112,6 +117,8 @@ def simulate(
     gc.disable()
     try:
         plan = plan_ops(pipeline, preset)
+        if adjust_plan is not None:
+            adjust_plan(plan)
         run = _Run(plan, preset, progress, cancel)
         try:
             run.loop()
