@@ -88,6 +88,34 @@ def test_pageable_h2d_returns_once_staged_and_dma_runs_at_pageable_rate() -> Non
     assert tl.end[2] - tl.start[2] == 400 * US  # pinned: 25 GB/s
 
 
+def test_a_staged_pageable_h2d_dma_waits_for_its_first_chunk_then_follows_the_staging() -> None:
+    # Ideal preset: pageable 10 GB/s (10,000 bytes per us), pinned 25 GB/s, no latencies.
+    staged = replace(IDEAL, pageable_h2d_chunk_bytes=1_000_000)
+    small = simulate(
+        pipe(S12, Op("h2d", stream="s1", bytes=500_000, host_memory="pageable")), staged
+    )
+    assert small.issue_end[0] == 50 * US  # the host staged it all
+    assert span(small, 0) == (50 * US, 70 * US)  # then one DMA at the pinned rate
+    big = simulate(
+        pipe(S12, Op("h2d", stream="s1", bytes=5_000_000, host_memory="pageable")), staged
+    )
+    assert big.issue_end[0] == 500 * US
+    # The first chunk is staged after 100 us; the DMA moves it at the pinned rate (40 us) and
+    # the other 4 MB as fast as the host stages them (400 us).
+    assert span(big, 0) == (100 * US, 540 * US)
+
+
+def test_a_chunked_pageable_d2h_returns_after_copying_out_its_last_chunk() -> None:
+    staged = replace(IDEAL, pageable_d2h_chunk_bytes=1_000_000)
+    p = pipe(S12, Op("d2h", stream="s1", bytes=3_000_000, host_memory="pageable"), kernel("s2"))
+    tl = simulate(p, staged)
+    # One chunk at the pinned rate (40 us), the other 2 MB at the copy-out rate (200 us)...
+    assert span(tl, 0) == (0, 240 * US)
+    # ...and the call returns once the host has copied the last chunk out (100 us more).
+    assert tl.issue_end[0] == 340 * US
+    assert tl.start[1] == 340 * US
+
+
 def test_sync_pageable_h2d_returns_when_copied() -> None:
     tl = simulate(
         pipe(S12, kernel("s1", 2), copy("h2d", None, 1, host_memory="pageable", is_async=False)),

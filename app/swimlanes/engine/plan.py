@@ -358,6 +358,10 @@ def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
             stage = _ns((op.bytes or 0) / preset.h2d_pageable_gbps)
             out["value"] = dur if dur is not None else stage
             return ENQ_STAGE, solo
+        chunk = preset.pageable_d2h_chunk_bytes
+        if name == "d2h" and memory == "pageable" and chunk:
+            # The call returns once the host has copied the last chunk out.
+            out["value"] = _ns(min(op.bytes or 0, chunk) / preset.d2h_pageable_gbps)
         return (ENQ_WAIT if sync or memory == "pageable" else ENQ), solo
     if name == "memset":
         solo = dur if dur is not None else _preset_ns(preset.memset_ns, op.bytes or 0)

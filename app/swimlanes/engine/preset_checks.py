@@ -9,6 +9,7 @@ import math
 from typing import TYPE_CHECKING, Any
 
 from swimlanes.model.document import (
+    MAX_BYTES,
     MAX_NAME_CHARS,
     MAX_PRIORITY,
     MAX_TEXT_CHARS,
@@ -203,6 +204,9 @@ def check_preset(p: DevicePreset) -> None:
             raise ValueError(f"bandwidth_table.{kind}: must be one of {', '.join(BANDWIDTH_KINDS)}")
         if any(size <= 0 or not 0 < gbps <= MAX_RATE for size, gbps in points):
             raise ValueError(f"bandwidth_table.{kind}: sizes and bandwidths must be positive")
+    for key in ("pageable_h2d_chunk_bytes", "pageable_d2h_chunk_bytes"):
+        if not 0 <= getattr(p, key) <= MAX_BYTES:
+            raise ValueError(f"{key}: must be from 0 to {MAX_BYTES} bytes")
     _check_spread(p.spread)
     if p.priority_greatest > p.priority_least:
         raise ValueError("priority_greatest: must be <= priority_least (lower is higher)")

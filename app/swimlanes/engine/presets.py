@@ -84,6 +84,16 @@ class DevicePreset:
     h2d_pageable_gbps: float = 11.5
     d2h_pageable_gbps: float = 18.0
     copy_latency_us: float = 2.0
+    #: Pageable copies go through the driver's pinned staging buffers in chunks (0: not
+    #: modelled, the DMA runs at the pageable rate from the call on). H2D: the host copies
+    #: each chunk in at ``h2d_pageable_gbps`` and a chunk's DMA (at the pinned rate) may start
+    #: once it is staged: the DMA starts after the first chunk, and beyond one chunk it moves
+    #: at the staging rate.
+    pageable_h2d_chunk_bytes: int = 0
+    #: D2H to pageable memory: the DMA fills chunks of this size that the host copies out at
+    #: ``d2h_pageable_gbps``; beyond one chunk the DMA moves at that rate, and the call returns
+    #: once the last chunk is copied out (0: not modelled).
+    pageable_d2h_chunk_bytes: int = 0
     #: Measured points ``[[bytes, GB/s], ...]`` per kind of BANDWIDTH_KINDS; they replace the
     #: latency + bytes/bandwidth model for that kind (log-size interpolation between points).
     bandwidth_table: dict[str, list[list[float]]] = field(default_factory=dict)
@@ -159,12 +169,21 @@ class DevicePreset:
         """Time of one copy alone on an idle engine (``kind`` is h2d, d2h or d2d)."""
         if kind == "d2d":
             return round(2.0 * nbytes / self.memory_gbps)
+        chunk = self.pageable_chunk_bytes(kind) if host_memory == "pageable" else 0
+        if chunk:
+            # One chunk's DMA at the pinned rate; the rest follows the host's staging.
+            rest = max(0, nbytes - chunk) / getattr(self, f"{kind}_pageable_gbps")
+            return self.copy_ns(kind, min(nbytes, chunk), "pinned") + round(rest)
         key = f"{kind}_{host_memory}"
         table = self.bandwidth_table.get(key)
         if table:
             return round(nbytes / _interpolate_gbps(table, nbytes))
         gbps = getattr(self, f"{key}_gbps")
         return round(self.copy_latency_us * 1000.0 + nbytes / gbps)
+
+    def pageable_chunk_bytes(self, kind: str) -> int:
+        """The staging chunk of a pageable ``h2d`` or ``d2h`` copy (0: not modelled)."""
+        return self.pageable_h2d_chunk_bytes if kind == "h2d" else self.pageable_d2h_chunk_bytes
 
     def memset_ns(self, nbytes: int) -> int:
         return round(nbytes / self.memory_gbps)

@@ -110,7 +110,7 @@ class RunState:
         "track_queue_delay", "waiters", "todo", "tail", "covered", "seen_default", "seen_barrier",
         "quiet", "last_default", "barrier_id", "barrier_ops", "record_of",
         "host_i", "host_t", "host_wait", "dirty", "signal_delay", "groups", "last_kernel",
-        "kernel_tail", "sync_return", "dep_latency", "origin", "call_gap",
+        "kernel_tail", "sync_return", "dep_latency", "origin", "call_gap", "h2d_chunk",
     )  # fmt: skip
 
     def __init__(self, plan: Plan, preset: DevicePreset, progress, cancel) -> None:
@@ -176,6 +176,7 @@ class RunState:
         for kind in ("h2d", "d2h"):
             self.launch_latency[K[kind]] = round(preset.copy_launch_latency_us * 1000.0)
         self.kernel_tail = round(preset.kernel_overhead_us * 1000.0)
+        self.h2d_chunk = preset.pageable_h2d_chunk_bytes
         # Per host behaviour code (plan.ENQ ...): how late a blocking call returns after the
         # work it waits for is done.
         self.sync_return = [0] * (BARRIER + 1)
@@ -353,6 +354,10 @@ class RunState:
                 wait = [i]
             elif h == ENQ_STAGE:
                 busy = plan.stage[i]
+                chunk = self.h2d_chunk
+                if chunk:  # the DMA waits for the first chunk to be staged
+                    n = plan.nbytes[i]
+                    self.ready_at[i] += busy if n <= chunk else busy * chunk // n
             elif h == ENQ_BARRIER:
                 self.barrier_ops = [i]
                 self.barrier_id += 1
@@ -392,6 +397,9 @@ class RunState:
         # The call returns once the driver has noticed the completion (never before its own
         # call ended: t is at least that).
         lag = self.sync_return[self.plan.host[self.host_i]]
+        stage = self.plan.stage
+        if stage and stage[self.host_i] is not None:  # a pageable D2H's last copy-out
+            lag += stage[self.host_i]
         self.host_return(max(t, done[last] + lag) if lag else t, last)
 
     def host_return(self, t: int, released_by: int) -> None:

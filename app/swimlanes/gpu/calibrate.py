@@ -42,6 +42,7 @@ FULL_SIZES = [KB * 4**i for i in range(11)]  # 1 KB .. 1 GB
 QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
 REFERENCE_SIZE = 256 * MB
 ISSUE_SAMPLES = 40
+PAGEABLE_H2D_CHUNK, PAGEABLE_D2H_CHUNK = MB, 2 * MB
 #: Pipelines calibrate() runs (for its progress fraction).
 MEASUREMENTS = 13
 
@@ -151,16 +152,18 @@ class _Calibration:
             "device_sync": {"op": "device_sync"},
         }
         program: list[dict] = [{"op": "event_record", "stream": "s", "event": "e"}]
-        for op in groups.values():
-            program += [dict(op) for _ in range(ISSUE_SAMPLES)]
-            program.append({"op": "device_sync"})
-        for _ in range(ISSUE_SAMPLES // 2):
-            program += [{"op": "malloc", "bytes": MB}, {"op": "free"}]
+        for name, op in groups.items():
+            if name in _BLOCKING_CALLS:
+                program += [dict(op) for _ in range(ISSUE_SAMPLES)]
+                program.append({"op": "device_sync"})
+        program += mixed_issue_program()
+        program.append({"op": "device_sync"})
         # Measured under the default back end (what `swimlanes run` measures against), and
         # without any device instrumentation (what a plain program pays), both kept raw.
         costs: dict[str, dict[str, float]] = {}
+        streams = [{"name": name} for name in ("s", "t", *MIXED_STREAMS)]
         for backend in ("none", "auto"):
-            tl = self.measure("issue costs", [{"name": "s"}, {"name": "t"}], program, backend)
+            tl = self.measure("issue costs", streams, program, backend)
             cost = (tl.issue_end - tl.issue_start) / 1000.0
             costs[backend] = {"host": 0.0}
             for kind in (*groups, "malloc", "free"):
@@ -296,6 +299,40 @@ class _Calibration:
         return round(2 * n / d2d, 1), round(flops / fma / 1000.0, 2)
 
 
+#: Calls that wait for the device: their cost is measured on an idle device, one kind at a time.
+_BLOCKING_CALLS = ("stream_sync", "event_sync", "device_sync")
+MIXED_STREAMS = ("m0", "m1", "m2", "m3")
+
+
+def mixed_issue_program() -> list[dict]:
+    """Enqueueing calls as real programs make them: kinds, streams, sizes and kernel shapes
+    change from one call to the next. A call costs the host more there than in a loop of
+    identical calls (on H100 and H200 hosts a kernel launch 1.3 times, a memset 5 times as
+    much): caches and the driver's per-stream state are cold for it. Sizes stay small and
+    kernels short, so that no call waits for the device."""
+    program: list[dict] = []
+    sizes = (4 * KB, 64 * KB, 16 * KB, 256 * KB)
+    for k in range(ISSUE_SAMPLES):
+        s, t = MIXED_STREAMS[k % 4], MIXED_STREAMS[(k + 1) % 4]
+        n = sizes[k % 4]
+        event = f"m{k % 8}"
+        calls = [
+            {"op": "h2d", "stream": s, "bytes": n},
+            {"op": "kernel", "stream": s, "blocks": (1, 132, 8, 264)[k % 4],
+             "threads": (32, 256, 1024, 128)[k % 4], "block_us": 1},
+            {"op": "event_record", "stream": s, "event": event},
+            {"op": "memset", "stream": t, "bytes": n},
+            {"op": "event_wait", "stream": t, "event": event},
+            {"op": "d2d", "stream": t, "bytes": n},
+            {"op": "d2h", "stream": s, "bytes": n},
+            {"op": "host_func", "stream": t, "duration_us": 1},
+        ]  # fmt: skip
+        program += calls[k % 8 :] + calls[: k % 8]  # a different order each round
+        if k % 4 == 3:
+            program += [{"op": "malloc", "bytes": (1, 4, 16, 32)[k // 4 % 4] * MB}, {"op": "free"}]
+    return program
+
+
 def timing_program(quick: bool = False) -> list[dict]:
     """Calibration's timing pipeline (streams ``a`` and ``b``): copies alone (their launch
     latency), H2D -> kernel -> kernel -> D2H chains issued ahead of the device (dependency
@@ -412,6 +449,11 @@ def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str)
         max_threads_per_sm=info.max_threads_per_sm,
         max_blocks_per_sm=info.max_blocks_per_sm,
         copy_latency_us=round(table["h2d_pinned"][0][0] / table["h2d_pinned"][0][1] / 1000.0, 3),
+        # The driver's staging chunks, as measured on H100 and H200 hosts (driver 580): a
+        # pageable H2D's DMA started once 1 MiB was staged, and a pageable D2H of up to 2 MiB
+        # ran at the pinned rate, beyond that at the host's copy-out rate.
+        pageable_h2d_chunk_bytes=PAGEABLE_H2D_CHUNK,
+        pageable_d2h_chunk_bytes=PAGEABLE_D2H_CHUNK,
         issue_cost_us={**fields.get("issue_cost_us", {}), **measured["issue_cost_us"]},
         **{f"{key}_gbps": _gbps_at(table[key], ref) for key in table},
     )
