@@ -44,7 +44,7 @@ REFERENCE_SIZE = 256 * MB
 ISSUE_SAMPLES = 40
 PAGEABLE_H2D_CHUNK, PAGEABLE_D2H_CHUNK = MB, 2 * MB
 #: Pipelines calibrate() runs (for its progress fraction).
-MEASUREMENTS = 13
+MEASUREMENTS = 14
 
 
 class _Calibration:
@@ -298,6 +298,17 @@ class _Calibration:
         }
         return round(2 * n / d2d, 1), round(flops / fma / 1000.0, 2)
 
+    def grid_rates(self, sm: int) -> None:
+        program = grid_rate_program(sm)
+        tl = self.measure("kernel rates", [{"name": "s"}], program)
+        rates = []
+        for r, op in enumerate(program):
+            ns = _dur(tl, r)
+            work = {"flops_per_ns": op["flops"] / ns} if "flops" in op else {}
+            work = work or {"bytes_per_ns": op["bytes"] / ns}
+            rates.append({"blocks": op["blocks"], "threads": op["threads"], "us": ns / 1e3, **work})
+        self.raw["kernel_rates"] = rates
+
 
 #: Calls that wait for the device: their cost is measured on an idle device, one kind at a time.
 _BLOCKING_CALLS = ("stream_sync", "event_sync", "device_sync")
@@ -330,6 +341,18 @@ def mixed_issue_program() -> list[dict]:
         program += calls[k % 8 :] + calls[: k % 8]  # a different order each round
         if k % 4 == 3:
             program += [{"op": "malloc", "bytes": (1, 4, 16, 32)[k // 4 % 4] * MB}, {"op": "free"}]
+    return program
+
+
+def grid_rate_program(sm: int) -> list[dict]:
+    """FLOP and memory kernels on grids too small to fill the GPU: how their rate follows the
+    warps they have (kept raw, ``kernel_rates``)."""
+    program = []
+    for blocks, threads in ((1, 32), (1, 256), (1, 1024), (sm, 32), (sm, 256)):
+        program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
+                        "flops": 2e7 * blocks * threads / 32})  # fmt: skip
+        program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
+                        "bytes": 64 * KB * blocks * threads // 32})  # fmt: skip
     return program
 
 
@@ -412,6 +435,7 @@ def calibrate(
     measured["sync_return_us"] = c.sync_return()
     residency = c.residency(info.sm_count, info.max_threads_per_sm, info.max_blocks_per_sm)
     measured["memory_gbps"], measured["peak_tflops"] = c.memory_and_flops(info.sm_count)
+    c.grid_rates(info.sm_count)
     measured["priority_least"], measured["priority_greatest"] = _priority_range(be)
     when = datetime.now(UTC).strftime("%Y-%m-%d")
     # The timing fit takes the copy rates and issue costs just measured as known.
