@@ -31,6 +31,19 @@ def _add_no_calibrate(p: argparse.ArgumentParser) -> None:
     )
 
 
+def _add_band(p: argparse.ArgumentParser, *, flag: bool) -> None:
+    """Prediction band options (commands/band_output.py): ``--band`` when ``flag``,
+    ``--band-samples N`` and ``--seed S``."""
+    if flag:
+        p.add_argument(
+            "--band", action="store_true", help="also predict a p10..p90 band by sampling"
+        )
+    p.add_argument(
+        "--band-samples", type=int, metavar="N", help="band samples (default: by pipeline size)"
+    )
+    p.add_argument("--seed", type=int, default=0, metavar="S", help="band sampling seed")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="swimlanes",
@@ -49,6 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--insights", action="store_true", help="also explain the schedule and what to change"
     )
+    _add_band(p, flag=True)
 
     p = sub.add_parser("export", help="export a timeline as PNG, SVG, PDF, trace JSON or CSV")
     p.add_argument("input", help="pipeline, measurement or trace file")
@@ -95,6 +109,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--backend", choices=("auto", "cupti", "events"), default="auto")
     p.add_argument("--measured", metavar="RUN.json", help="compare with a saved run instead")
     p.add_argument("--json", action="store_true")
+    _add_band(p, flag=False)
     _add_no_calibrate(p)
 
     p = sub.add_parser(

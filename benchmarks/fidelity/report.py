@@ -22,6 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measurements import load_fidelity_data  # noqa: E402
 
 from swimlanes.engine import get_preset  # noqa: E402
+from swimlanes.engine.bands import simulate_band  # noqa: E402
 from swimlanes.engine.fidelity import format_summary, run_accuracy, summarize  # noqa: E402
 
 
@@ -31,6 +32,8 @@ def main() -> int:
     ap.add_argument("--preset", help="simulate on this preset instead of the calibrated one")
     ap.add_argument("--json", dest="json_out", help="write the summaries and per-run rows here")
     ap.add_argument("--worst", type=int, default=8, help="list this many worst held-out runs")
+    ap.add_argument("--band", action="store_true", help="score prediction bands (engine.bands)")
+    ap.add_argument("--band-samples", type=int, default=32, metavar="N")
     args = ap.parse_args()
     data = load_fidelity_data(args.data)
     preset = get_preset(args.preset) if args.preset else data.preset
@@ -39,7 +42,11 @@ def main() -> int:
     for run in data.runs:
         if run.name in incomplete:  # CUPTI records missing for some ops: no device span
             continue
-        acc = run_accuracy(run.name, run.pipeline, run.timeline, preset)
+        band = None
+        if args.band:  # the device span's band, with the preset's model-error term
+            b = simulate_band(run.pipeline, preset, samples=args.band_samples)
+            band = (b.span_low, b.span_high)
+        acc = run_accuracy(run.name, run.pipeline, run.timeline, preset, band_ns=band)
         rows[run.split].append(acc)
     gpu = data.host.get("gpu", {}).get("name", "?")
     print(f"{gpu}, host CPU {data.host.get('cpu')}, measured {data.host.get('date')}")

@@ -125,10 +125,12 @@ def run(args: argparse.Namespace) -> int:
     data["backend"] = measured.meta.get("backend")
     data["preset"] = choice.to_json()
     data["preset_warning"] = choice.warning
+    band = _band_verdict(pipeline, choice.device, measured, args, data)
     if args.json:
         print(json.dumps(data, indent=2))
     else:
         print(format_comparison(data, source))
+        print(band)
         print(f"preset    {choice.device}: {choice.origin}")
     if choice.warning and not args.json:
         print(f"warning: {choice.warning}", file=sys.stderr)
@@ -144,3 +146,21 @@ def host_preset(requested: str | None, measured: Timeline) -> PresetChoice:
     for problem in problems:
         print(f"warning: {problem}", file=sys.stderr)
     return choice
+
+
+def _band_verdict(
+    pipeline: Pipeline, device: str, measured: Timeline, args: argparse.Namespace, data: dict
+) -> str:
+    """Add the prediction band and ``measured_in_band`` to ``data``; the text line."""
+    from swimlanes.commands.band_output import band_json, band_phrase, compute_band
+    from swimlanes.engine import get_preset
+
+    band = compute_band(pipeline, get_preset(device), args)
+    data.update(band_json(band))
+    if isinstance(band, str):
+        data["measured_in_band"] = None
+        return f"band      none: {band}"
+    inside = band.contains(measured.makespan_ns)
+    data["measured_in_band"] = inside
+    verdict = "inside" if inside else "outside"
+    return f"band      predicted {band_phrase(band)}: the measurement is {verdict}"

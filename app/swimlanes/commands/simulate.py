@@ -1,4 +1,5 @@
-"""``swimlanes simulate FILE [--device NAME] [--json]``: the simulated timeline as a table."""
+"""``swimlanes simulate FILE [--device NAME] [--json] [--band [--band-samples N] [--seed S]]``:
+the simulated timeline as a table (``--band``: and its prediction band)."""
 
 from __future__ import annotations
 
@@ -128,14 +129,37 @@ def run(args: argparse.Namespace) -> int:
     pipeline, timeline = simulate_file(args.file, args.device)
     m = compute_metrics(timeline)
     insights = explain(pipeline, timeline) if args.insights else None
+    band = _band(pipeline, timeline, args) if getattr(args, "band", False) else None
     if args.json:
         out = simulation_json(pipeline, timeline, m)
+        if band is not None:
+            _add_band_json(out, timeline, band)
         if insights is not None:
             out["insights"] = [ins.to_json() for ins in insights]
         print(json.dumps(out, indent=2))
     else:
         print(format_table(pipeline, timeline, m))
+        if band is not None:
+            from swimlanes.commands.band_output import band_line
+
+            print(band_line(timeline.makespan_ns, band))
         if insights is not None:
             print()
             print(format_insights(insights))
     return 0
+
+
+def _band(pipeline: Pipeline, timeline: Timeline, args: argparse.Namespace) -> Any:
+    """The prediction band on the preset just simulated on (see commands.band_output)."""
+    from swimlanes.commands.band_output import compute_band
+    from swimlanes.engine import get_preset
+
+    return compute_band(pipeline, get_preset(device_choice(pipeline, args.device)), args)
+
+
+def _add_band_json(out: dict[str, Any], timeline: Timeline, band: Any) -> None:
+    from swimlanes.commands.band_output import add_op_bands, band_json
+
+    out.update(band_json(band))
+    if not isinstance(band, str):
+        add_op_bands(out["ops"], timeline, band)
