@@ -433,6 +433,9 @@ def calibrate(
     measured["issue_cost_us"] = c.issue_costs()
     measured.update(c.launch_latency())
     measured["sync_return_us"] = c.sync_return()
+    from swimlanes.gpu.calibrate_spread import measure_spread  # run-to-run spread: bands
+
+    measured["spread"] = measure_spread(be, quick=quick, cancel=cancel)
     residency = c.residency(info.sm_count, info.max_threads_per_sm, info.max_blocks_per_sm)
     measured["memory_gbps"], measured["peak_tflops"] = c.memory_and_flops(info.sm_count)
     c.grid_rates(info.sm_count)
