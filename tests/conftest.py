@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import atexit
 import os
+import shutil
 import sys
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+# Calibrations are cached in the user's config folder: tests (and the child processes they
+# start, which inherit this) get a fresh one, never the real one.
+os.environ["SWIMLANES_CONFIG_DIR"] = tempfile.mkdtemp(prefix="swimlanes-test-config-")
+atexit.register(shutil.rmtree, os.environ["SWIMLANES_CONFIG_DIR"], ignore_errors=True)
 
 REPO = Path(__file__).resolve().parent.parent
 SHARED_TRACES = REPO.parent / "shared" / "traces"

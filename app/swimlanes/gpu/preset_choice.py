@@ -18,8 +18,7 @@ from swimlanes.timeline.timeline import Timeline
 
 #: Where and when the shipped presets were calibrated, as far as it is known.
 SHIPPED_ORIGINS = {
-    "h200": "shipped preset, calibrated 2026-11-21 on one H200 host whose driver and CPU "
-    "were not recorded",
+    "h200": "calibrated 2026-11-21 on one H200 host whose driver and CPU were not recorded",
 }
 BUILT_IN_ORIGIN = "built-in figures, not calibrated on any host"
 
@@ -31,7 +30,8 @@ class PresetChoice:
     ``device`` is a preset name or a preset file path (what ``get_preset`` takes); ``source``
     is ``requested``, ``measured-host``, ``other-host`` or ``shipped``; ``origin`` says where
     and when the preset was calibrated; ``warning`` is set when it is not a calibration of the
-    measurement's host.
+    measurement's host. ``same_gpu`` is False when no preset of the measured GPU exists at all
+    (``h200`` then stands in).
     """
 
     device: str
@@ -39,6 +39,7 @@ class PresetChoice:
     origin: str
     warning: str | None = None
     entry: CachedPreset | None = None
+    same_gpu: bool = True
 
     def to_json(self) -> dict[str, Any]:
         """The ``preset`` object of ``swimlanes compare --json``."""
@@ -48,6 +49,7 @@ class PresetChoice:
             "origin": self.origin,
             "warning": self.warning,
             "cached": self.entry.to_json() if self.entry is not None else None,
+            "same_gpu": self.same_gpu,
         }
 
 
@@ -86,26 +88,25 @@ def _fallback(gpu: str, host: HostIdentity | None, entries: list[CachedPreset]) 
     from swimlanes.engine import preset_names
     from swimlanes.gpu.calibrate import preset_name
 
-    measured_on = (
-        f"the measured {host.describe()}"
+    unknown = (
+        f"no calibration of the measured {host.describe()} here"
         if host is not None
-        else "the measurement's host (the run does not record it)"
+        else "the measurement does not record its host"
     )
     other = find_for_gpu(gpu, entries) if gpu else None
     if other is not None:
         warning = (
-            f"no calibration of {measured_on} here; simulating on a preset of another host "
+            f"{unknown}; simulating on a preset of another host "
             f"({other.describe()}): host costs and copy rates differ between hosts"
         )
         return PresetChoice(str(other.path), "other-host", other.describe(), warning, other)
     guess = preset_name(gpu) if gpu else ""
     name = guess if guess in preset_names() else "h200"
     origin = SHIPPED_ORIGINS.get(name, BUILT_IN_ORIGIN)
-    what = f"the shipped {name} preset" + (
-        "" if name == guess else f" (no preset of {gpu or 'this GPU'})"
-    )
+    instead = "" if name == guess else f"; there is no preset of {gpu or 'this GPU'}"
     warning = (
-        f"no calibration of {measured_on} here; simulating on {what}, {origin}: "
-        "`swimlanes calibrate` on that host gives a closer model"
+        f"{unknown}; simulating on the shipped {name} preset "
+        f"({origin}{instead}): `swimlanes calibrate` on that host gives a closer model"
     )
-    return PresetChoice(name, "shipped", origin, warning)
+    origin = f"shipped preset, {origin}"
+    return PresetChoice(name, "shipped", origin, warning, same_gpu=name == guess)
