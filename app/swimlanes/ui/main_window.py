@@ -45,6 +45,7 @@ from swimlanes.ui.gantt.summary import SummaryStrip
 from swimlanes.ui.gpu_runner import GpuRunner
 from swimlanes.ui.insights_panel import InsightsPanel
 from swimlanes.ui.measurement_loading import LoadProgress, MeasurementLoading
+from swimlanes.ui.prediction_band import PredictionBand
 from swimlanes.ui.settings import Settings
 from swimlanes.ui.simulation_results import SimulationResults
 from swimlanes.ui.window_layout import CompareArrangement, default_layout, first_start_size
@@ -70,6 +71,9 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.setObjectName("main_window")
         self.settings = settings or Settings()
         self.controller = DocumentController(parent=self)
+        # Connected before the simulation runner's own slot: an edit removes the band first,
+        # and a synchronous re-simulation then starts the new one.
+        self.controller.changed.connect(lambda: self.band.clear())
         self.sim_runner = SimulationRunner(
             self.controller, self.settings.last_device(), parent=self
         )
@@ -109,6 +113,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.inspector = Inspector(c)
         self.charts = ComparisonCharts()
         self.summary = SummaryStrip()
+        self.band = PredictionBand(self.charts.simulated_chart, self)
         self.table = ComparisonTable()
         self.insights = InsightsPanel()
         self.code_view = CodeView(c)
@@ -141,6 +146,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(2)
         box.addWidget(self.summary)
+        box.addWidget(self.band.label)
         box.addWidget(self.charts, 1)
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.setObjectName("bottom_tabs")
@@ -233,6 +239,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.code_view.save_requested.connect(self.export_code)
         self.code_view.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         a.lesson.triggered.connect(self.show_lesson)
+        self.toolbar.device.currentIndexChanged.connect(lambda _i: self.band.clear())
         self.toolbar.device.currentIndexChanged.connect(self._on_device_changed)
         self.toolbar.repeat.valueChanged.connect(self.settings.set_gpu_repeat)
 
@@ -377,6 +384,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.gpu_runner.wait_stopped()
         self.measurement_task.shutdown()
         self.sim_runner.shutdown()
+        self.band.shutdown()
         self.autosaver.stop()
         self.autosaver.discard()
         self.arrangement.editing_arrangement_now()

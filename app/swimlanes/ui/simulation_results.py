@@ -39,6 +39,7 @@ class SimulationResults:
     statusBar: Any  # noqa: N815 - QMainWindow's
     set_playing: Any
     device_name: Any
+    band: Any
 
     def _on_simulated(self, timeline: Timeline) -> None:
         self.simulated = timeline
@@ -46,6 +47,8 @@ class SimulationResults:
         # a result from the worker took long enough for the user to wait for it: show it whole
         self.charts.set_simulated(timeline, refit=self.sim_runner.last_from_worker)
         self.refresh_results()
+        # The band comes later, from a worker: many perturbed simulations of this document.
+        self.band.request(self.controller.pipeline, self.sim_runner.device, timeline)
         self.timing_label.setText(f"simulated in {1000 * self.sim_runner.last_seconds:.1f} ms")
         self.statusBar().showMessage(
             f"Simulated {len(timeline)} ops on {timeline.device or self.device_name()}: "
@@ -65,6 +68,7 @@ class SimulationResults:
         first_line = message.splitlines()[0] if message else "unknown error"
         self.statusBar().showMessage(f"Simulation failed: {first_line}", 15000)
         self.simulated = None
+        self.band.clear()
         self.timing_label.setText("")
         self.simulation_problem = f"Simulation failed: {message}"
         self.charts.set_simulation_problem(
@@ -88,6 +92,7 @@ class SimulationResults:
     def _on_document_replaced(self) -> None:
         # New, Open, an example or a recovery: nothing of the previous document stays on screen.
         self.simulated = None
+        self.band.clear()
         self.simulation_problem = ""
         self.set_playing(False)
         self.charts.reset_view()
@@ -117,6 +122,7 @@ class SimulationResults:
         else:
             metrics = tuple(compute_metrics(t) if t is not None else None for t in (sim, meas))
         self.summary.set_metrics(*metrics, comparable=matches)
+        self.band.set_measured(meas if matches else None)
         self._insights_stale = True
         self._insights_timer.start()  # after the chart is drawn, and once per burst of edits
         self._on_selection_changed()
