@@ -95,3 +95,33 @@ def execute_ignores_cancel(pipeline, *, progress=None, **_):
         progress(0.1)
     time.sleep(30)
     return fake_timeline(pipeline)
+
+
+# -- calibrators: stand-ins for swimlanes.gpu.auto_calibrate.ensure_calibrated -----------------
+#: The host the fake calibrators calibrate (the cache is the test's SWIMLANES_CONFIG_DIR).
+FAKE_HOST = {"gpu": "Fake GPU", "driver": "1.0", "cpu": "Fake CPU", "hostname": "fake-host"}
+
+
+def calibrate_quickly(*, progress=None, cancel=None):
+    """Caches the h200 figures as the fake host's calibration, with progress on the way."""
+    from swimlanes.engine import get_preset
+    from swimlanes.gpu.host import HostIdentity
+    from swimlanes.gpu.preset_cache import store
+
+    for i in range(4):
+        if progress:
+            progress((i + 1) / 4)
+        time.sleep(0.05)
+    return store(get_preset("h200").to_dict(), HostIdentity(**FAKE_HOST), quick=True), True
+
+
+def calibrate_slow(*, progress=None, cancel=None):
+    """Calibrates until cancelled (at most 30 s), caching nothing."""
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if cancel and cancel():
+            raise ExecutionCancelled("calibration cancelled")
+        if progress:
+            progress(0.2)
+        time.sleep(0.02)
+    raise RuntimeError("never cancelled")

@@ -1,6 +1,7 @@
 """Child-process entry point for GPU runs started by the desktop app.
 
-``python -m swimlanes.gpu.child [--repeat N] [--warmup N] [--backend B] [--executor MOD:FUNC]``
+``python -m swimlanes.gpu.child [--repeat N] [--warmup N] [--backend B] [--executor MOD:FUNC]
+[--calibrate [--calibrator MOD:FUNC]]``
 
 The app runs the executor in this separate process so that a sticky CUDA error, a driver crash
 or a long stretch holding the GIL can never take down the window or the user's unsaved document.
@@ -8,6 +9,12 @@ or a long stretch holding the GIL can never take down the window or the user's u
 Protocol: the pipeline document (JSON) arrives on stdin. Each message goes to stdout as one JSON
 object per line:
 
+- ``{"type": "calibrating", "fraction": 0.4}`` (with ``--calibrate``, while this host is being
+  calibrated before its first run; see swimlanes.gpu.auto_calibrate)
+- ``{"type": "calibrated", "new": true, "preset": {id, path, calibrated_at, host},
+  "origin": "calibrated ... on host ..."}`` (with ``--calibrate``: the preset the run is
+  recorded against, in the result's ``meta["calibration"]``), or ``{"type": "calibrated",
+  "problem": "..."}`` when the cache could not be written (the run goes on)
 - ``{"type": "progress", "fraction": 0.25}``
 - ``{"type": "partial", "timeline": {...}}`` (a ``swimlanes-timeline`` dict, after a repetition)
 - ``{"type": "result", "timeline": {...}}`` (exit code 0)
@@ -35,6 +42,7 @@ EXIT_OK = 0
 EXIT_ERROR = 1
 EXIT_CANCELLED = 3
 DEFAULT_EXECUTOR = "swimlanes.gpu:execute"
+DEFAULT_CALIBRATOR = "swimlanes.gpu.auto_calibrate:ensure_calibrated"
 
 
 class _Channel:
@@ -74,6 +82,8 @@ def _parse_args(argv: list[str] | None) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=1)
     p.add_argument("--backend", default="auto")
     p.add_argument("--executor", default=DEFAULT_EXECUTOR, metavar="MODULE:FUNCTION")
+    p.add_argument("--calibrate", action="store_true", help="calibrate this host first if needed")
+    p.add_argument("--calibrator", default=DEFAULT_CALIBRATOR, metavar="MODULE:FUNCTION")
     return p.parse_args(argv)
 
 
@@ -100,6 +110,9 @@ def run(argv: list[str] | None = None, stdin: IO[str] | None = None) -> int:
 
         pipeline = pipeline_from_json((stdin or sys.stdin).read())
         execute = _load_executor(args.executor)
+        reference = (
+            _calibrate(args.calibrator, channel, lambda: cancelled) if args.calibrate else None
+        )
         timeline = execute(
             pipeline,
             repeat=args.repeat,
@@ -118,8 +131,29 @@ def run(argv: list[str] | None = None, stdin: IO[str] | None = None) -> int:
     if cancelled:
         channel.send({"type": "cancelled"})
         return EXIT_CANCELLED
+    if reference is not None:
+        timeline.meta["calibration"] = reference
     channel.send({"type": "result", "timeline": timeline.to_dict()})
     return EXIT_OK
+
+
+def _calibrate(spec: str, channel: _Channel, cancel: Callable[[], bool]) -> dict[str, Any] | None:
+    """This host's cached preset, calibrated first if there is none (progress on the channel);
+    the reference the run records, or None when the cache could not be written."""
+    calibrator = _load_executor(spec)
+    try:
+        entry, new = calibrator(
+            progress=lambda f: channel.send({"type": "calibrating", "fraction": float(f)}),
+            cancel=cancel,
+        )
+    except OSError as err:  # the calibration itself went fine: the run still can
+        channel.send({"type": "calibrated", "problem": f"cannot cache this host's preset: {err}"})
+        return None
+    reference = entry.reference()
+    channel.send(
+        {"type": "calibrated", "new": bool(new), "preset": reference, "origin": entry.describe()}
+    )
+    return reference
 
 
 if __name__ == "__main__":

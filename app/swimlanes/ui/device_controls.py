@@ -13,6 +13,11 @@ from swimlanes.ui import dialogs
 from swimlanes.ui.actions import CHOOSE_PRESET_FILE, add_device_item, fill_device_combo
 from swimlanes.ui.gantt.rows import format_duration
 
+CALIBRATING_FORMAT = "Calibrating this GPU %p%"
+CALIBRATING_MESSAGE = (
+    "First GPU run on this host: calibrating it quickly (once per host, under 20 s; "
+    "Cancel GPU run stops it), then running..."
+)
 NO_GPU_REASON = (
     "No CUDA GPU was found on this machine, so Run on GPU is off. Simulation still works, and "
     "File > Open measurement shows a measured run (the examples ship one each)."
@@ -127,8 +132,57 @@ class DeviceControls:
     def _on_gpu_running(self, running: bool) -> None:
         self.actions.run_gpu.setEnabled(self.gpu_available and not running)
         self.actions.cancel_gpu.setEnabled(running)
+        self.progress_bar.setFormat("GPU run %p%")
         self.progress_bar.setValue(0)
         self.progress_bar.setVisible(running)
+
+    def _on_gpu_calibrating(self, fraction: float) -> None:
+        bar = self.progress_bar
+        if bar.format() != CALIBRATING_FORMAT:  # the first message: say why the run waits
+            bar.setFormat(CALIBRATING_FORMAT)
+            self.statusBar().showMessage(CALIBRATING_MESSAGE)
+        bar.setValue(int(1000 * fraction))
+
+    def _on_gpu_calibrated(self, message: dict) -> None:
+        self.progress_bar.setFormat("GPU run %p%")
+        self.progress_bar.setValue(0)
+        if message.get("problem"):
+            self.statusBar().showMessage(f"{message['problem']}; running anyway...", 15000)
+        elif message.get("new"):
+            path = Path(str(message.get("preset", {}).get("path", "")))
+            self.statusBar().showMessage(
+                f"Calibrated this host (cached as {path.name}); running on the GPU..."
+            )
+
+    # -- the measured host's preset -----------------------------------------------------------
+    def use_measured_host_preset(self, measured: Timeline | None) -> None:
+        """Simulate beside ``measured`` on the calibration of the host it came from
+        (swimlanes.gpu.preset_choice); the preset warning shows, with the reason on hover,
+        when only another host's preset or a shipped one is at hand."""
+        from swimlanes.gpu.preset_choice import choose_preset
+
+        label = self.preset_warning
+        if measured is None:
+            label.hide()
+            return
+        choice, problems = choose_preset(measured)
+        warning = choice.warning
+        device = choice.device
+        if not choice.same_gpu:  # no preset of that GPU at all: keep the user's choice
+            device = str(self.sim_runner.device)
+            warning = (
+                f"no calibrated or shipped preset of {measured.device or 'the measured GPU'}: "
+                f"simulating on {self.device_name()}"
+            )
+        if device != self.sim_runner.device and self.set_device(device):
+            self.statusBar().showMessage(
+                f"Simulating on {self.device_name()}: {choice.origin}", 10000
+            )
+        self.toolbar.device.setToolTip(f"{self.device_name()}: {choice.origin}")
+        notes = [w for w in (warning, *problems) if w]
+        label.setText("Preset is not the measured host's" if warning else "Preset cache problem")
+        label.setToolTip("\n".join(notes))
+        label.setVisible(bool(notes))
 
     def _on_gpu_partial(self, timeline: Timeline) -> None:
         first = self.measured is None

@@ -28,8 +28,12 @@ class GpuRunner(QObject):
 
     Signals: ``progress(float)``, ``partial(Timeline)`` (after each repetition),
     ``finished(Timeline)`` (the final measured timeline), ``failed(str)`` (a clear message, the
-    run is over), ``cancelled()``, ``running_changed(bool)``.
-    ``executor`` ("module:function") and ``env`` (extra environment) exist for tests.
+    run is over), ``cancelled()``, ``running_changed(bool)``; with ``calibrate``, first
+    ``calibrating(float)`` while a host with no cached calibration is calibrated, and
+    ``calibrated(dict)`` (the child's ``calibrated`` message: ``preset``, ``new``, ``origin``,
+    or ``problem``). ``calibrate`` defaults to on with the real executor.
+    ``executor``, ``calibrator`` ("module:function") and ``env`` (extra environment) exist for
+    tests.
     """
 
     progress = Signal(float)
@@ -38,6 +42,8 @@ class GpuRunner(QObject):
     failed = Signal(str)
     cancelled = Signal()
     running_changed = Signal(bool)
+    calibrating = Signal(float)
+    calibrated = Signal(dict)
 
     def __init__(
         self,
@@ -46,9 +52,14 @@ class GpuRunner(QObject):
         executor: str | None = None,
         env: dict[str, str] | None = None,
         cancel_grace_ms: int = CANCEL_GRACE_MS,
+        calibrate: bool | None = None,
+        calibrator: str | None = None,
     ) -> None:
         super().__init__(parent)
         self.executor = executor
+        # A fake executor in tests has no host to calibrate unless the test asks for it.
+        self.calibrate = executor is None if calibrate is None else calibrate
+        self.calibrator = calibrator
         self.env = dict(env or {})
         self.cancel_grace_ms = cancel_grace_ms
         self._process: QProcess | None = None
@@ -75,6 +86,10 @@ class GpuRunner(QObject):
         args += ["--backend", backend]
         if self.executor:
             args += ["--executor", self.executor]
+        if self.calibrate:
+            args += ["--calibrate"]
+            if self.calibrator:
+                args += ["--calibrator", self.calibrator]
         proc = QProcess(self)
         environment = QProcessEnvironment.systemEnvironment()
         for key, value in self.env.items():
@@ -135,6 +150,10 @@ class GpuRunner(QObject):
             kind = message["type"]
             if kind == "progress":
                 self.progress.emit(float(message["fraction"]))
+            elif kind == "calibrating":
+                self.calibrating.emit(float(message["fraction"]))
+            elif kind == "calibrated":
+                self.calibrated.emit(dict(message))
             elif kind in ("partial", "result"):
                 timeline = Timeline.from_dict(message["timeline"])
                 if kind == "partial":

@@ -178,6 +178,12 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.autosave_warning.setStyleSheet("color: #D55E00; font-weight: bold;")
         self.autosave_warning.hide()
         self.statusBar().addPermanentWidget(self.autosave_warning)
+        # Shown while the measurement is compared with a preset of another host.
+        self.preset_warning = QLabel()
+        self.preset_warning.setObjectName("preset_warning")
+        self.preset_warning.setStyleSheet("color: #D55E00; font-weight: bold;")
+        self.preset_warning.hide()
+        self.statusBar().addPermanentWidget(self.preset_warning)
         self.statusBar().addPermanentWidget(self.progress_bar)
         self.statusBar().addPermanentWidget(self.timing_label)
         self.init_measurement_loading(self.statusBar())
@@ -265,6 +271,8 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         g.running_changed.connect(self._on_gpu_running)
         g.progress.connect(lambda f: self.progress_bar.setValue(int(1000 * f)))
         g.partial.connect(self._on_gpu_partial)
+        g.calibrating.connect(self._on_gpu_calibrating)
+        g.calibrated.connect(self._on_gpu_calibrated)
         g.finished.connect(self._on_gpu_finished)
         g.failed.connect(self._on_gpu_failed)
         g.cancelled.connect(lambda: self.statusBar().showMessage("GPU run cancelled", 8000))
@@ -281,14 +289,9 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.arrangement.set_compare(timeline is not None, refit=True)
 
     def _simulate_like(self, measured: Timeline | None) -> None:
-        """Simulate on the preset of the GPU a measurement came from, so the two compare."""
-        from swimlanes.commands.compare import measured_preset
-
-        preset = measured_preset(measured) if measured is not None else None
-        if preset and preset != self.sim_runner.device and self.set_device(preset):
-            self.statusBar().showMessage(
-                f"Simulating on {preset}, the preset of the measured {measured.device}", 8000
-            )
+        """Simulate on the preset of the host a measurement came from, so the two compare
+        (DeviceControls.use_measured_host_preset)."""
+        self.use_measured_host_preset(measured)
 
     # -- selection ----------------------------------------------------------------------------
     def _on_selection_changed(self) -> None:
