@@ -52,6 +52,7 @@ def test_first_gpu_run_calibrates_the_host_then_runs_and_compares_on_its_preset(
     assert win.measured.meta["calibration"]["id"] == entries[0].id
     # Compared on the host's own preset, with no warning.
     assert win.sim_runner.device == str(entries[0].path)
+    qtbot.wait(50)
     assert not win.preset_warning.isVisibleTo(win)
     assert entries[0].date in win.toolbar.device.toolTip()  # where and when, on hover
     qtbot.waitUntil(lambda: win.actions.run_gpu.isEnabled(), timeout=5000)
@@ -81,8 +82,10 @@ def test_a_measurement_from_another_host_shows_the_preset_warning(qtbot, tmp_pat
     measured, pipeline = load_run(measurements_dir() / "two-streams.h200.json")
     win.set_measured(measured, pipeline)  # the shipped run records no host
     assert win.sim_runner.device == "h200"
-    assert win.preset_warning.isVisibleTo(win)
+    qtbot.waitUntil(lambda: win.preset_warning.isVisibleTo(win), timeout=2000)
     assert win.preset_warning.text() == "Preset is not the measured host's"
     assert "shipped h200 preset" in win.preset_warning.toolTip()
-    win.set_measured(None)
+    win.set_measured(measured, pipeline)
+    win.set_measured(None)  # at once, before the warning's queued show
+    qtbot.wait(50)
     assert not win.preset_warning.isVisibleTo(win)

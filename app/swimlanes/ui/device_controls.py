@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel
 
 from swimlanes.timeline.timeline import Timeline
@@ -163,6 +163,7 @@ class DeviceControls:
 
         label = self.preset_warning
         if measured is None:
+            self._preset_notes: list[str] = []
             label.hide()
             return
         choice, problems = choose_preset(measured)
@@ -182,7 +183,10 @@ class DeviceControls:
         notes = [w for w in (warning, *problems) if w]
         label.setText("Preset is not the measured host's" if warning else "Preset cache problem")
         label.setToolTip("\n".join(notes))
-        label.setVisible(bool(notes))
+        self._preset_notes = notes
+        # Shown one event-loop turn later: a status-bar widget appearing while the compare
+        # layout is arranged (queued the same way) upsets the dock heights that layout sets.
+        QTimer.singleShot(0, label, lambda: label.setVisible(bool(self._preset_notes)))
 
     def _on_gpu_partial(self, timeline: Timeline) -> None:
         first = self.measured is None
