@@ -132,3 +132,23 @@ def test_summary_has_key_figures_as_plain_json() -> None:
     assert summary["sm_count"] == 30 and summary["hardware_queues"] == "fermi"
     assert preset_summary(get_preset("ideal"))["connections"] == "one per stream"
     json.dumps(summary)
+
+
+def test_a_roofline_kernel_with_few_warps_runs_at_its_warps_rate() -> None:
+    from swimlanes.engine.presets import DevicePreset
+
+    gpu = DevicePreset(name="g", sm_count=100, peak_tflops=10.0, memory_gbps=1000.0)
+    assert gpu.roofline_ns(1e6, 0, blocks=1, threads=32, per_sm=8) == 100  # whole GPU: 10k/ns
+    limited = DevicePreset(
+        name="w", sm_count=100, peak_tflops=10.0, memory_gbps=1000.0, warp_gflops=20.0,
+        warp_gbps=2.0,
+    )  # fmt: skip
+    # One warp: 20 flops/ns; two blocks of 64 threads on two SMs: 2 x 2 warps x 20.
+    assert limited.roofline_ns(1e6, 0, blocks=1, threads=32, per_sm=8) == 50_000
+    assert limited.roofline_ns(1e6, 0, blocks=2, threads=64, per_sm=8) == 12_500
+    # An SM's compute is capped at its share of the peak (100 flops/ns): 32 warps give 640.
+    assert limited.roofline_ns(1e6, 0, blocks=1, threads=1024, per_sm=1) == 10_000
+    # A full grid reaches the peak; memory follows the warps the same way, up to memory_gbps.
+    assert limited.roofline_ns(1e6, 0, blocks=1000, threads=256, per_sm=8) == 100
+    assert limited.roofline_ns(0, 4000, blocks=1, threads=32, per_sm=8) == 2000
+    assert limited.roofline_ns(0, 4_000_000, blocks=1000, threads=256, per_sm=8) == 4000

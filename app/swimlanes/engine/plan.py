@@ -376,7 +376,7 @@ def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
         elif dur is not None:
             total = max(1, dur)
         else:
-            total = _preset_ns(preset.roofline_ns, op.flops, op.bytes)
+            total = _preset_ns(preset.roofline_ns, op.flops, op.bytes, blocks, threads, per_sm)
         cost = preset.max_threads_per_sm // per_sm
         out["value"] = (blocks, cost, preset.sm_count * per_sm, total / n_waves)
         return ENQ, total + round(preset.kernel_overhead_us * 1000.0)

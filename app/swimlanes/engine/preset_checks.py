@@ -204,6 +204,9 @@ def check_preset(p: DevicePreset) -> None:
             raise ValueError(f"bandwidth_table.{kind}: must be one of {', '.join(BANDWIDTH_KINDS)}")
         if any(size <= 0 or not 0 < gbps <= MAX_RATE for size, gbps in points):
             raise ValueError(f"bandwidth_table.{kind}: sizes and bandwidths must be positive")
+    for key in ("warp_gflops", "warp_gbps"):
+        if not 0 <= getattr(p, key) <= MAX_RATE:
+            raise ValueError(f"{key}: must be a number from 0 to {MAX_RATE:g}")
     for key in ("pageable_h2d_chunk_bytes", "pageable_d2h_chunk_bytes"):
         if not 0 <= getattr(p, key) <= MAX_BYTES:
             raise ValueError(f"{key}: must be from 0 to {MAX_BYTES} bytes")

@@ -116,6 +116,12 @@ class DevicePreset:
     bidirectional_rest_d2h_us: float | None = None
     memory_gbps: float = 4800.0
     peak_tflops: float = 67.0
+    #: FLOP/s (GFLOP/s) and memory traffic (GB/s) one resident warp sustains alone: a kernel
+    #: timed by ``flops``/``bytes`` whose grid has too few warps to fill the GPU runs at its
+    #: warps' rate (an SM's compute at most 1/sm_count of the peak). 0: the whole GPU's rate
+    #: whatever the grid.
+    warp_gflops: float = 0.0
+    warp_gbps: float = 0.0
     #: Device-side delay from a kernel launch call returning to its first block starting.
     kernel_launch_latency_us: float = 4.0
     #: The same for an H2D or D2H copy: from its call returning to its start on an idle engine.
@@ -188,10 +194,29 @@ class DevicePreset:
     def memset_ns(self, nbytes: int) -> int:
         return round(nbytes / self.memory_gbps)
 
-    def roofline_ns(self, flops: float | None, nbytes: int | None) -> int:
-        """A kernel's time from work and traffic: the slower of compute and memory."""
-        compute = (flops or 0.0) / (self.peak_tflops * 1000.0)
-        memory = (nbytes or 0) / self.memory_gbps
+    def roofline_ns(
+        self,
+        flops: float | None,
+        nbytes: int | None,
+        blocks: int = 0,
+        threads: int = 0,
+        per_sm: int = 0,
+    ) -> int:
+        """A kernel's time from work and traffic: the slower of compute and memory. With its
+        grid (``blocks`` of ``threads``, at most ``per_sm`` resident per SM), a grid with few
+        warps is held to their rate (``warp_gflops``, ``warp_gbps``)."""
+        compute_rate = self.peak_tflops * 1000.0  # flops per ns
+        memory_rate = self.memory_gbps  # bytes per ns
+        if blocks > 0 and threads > 0 and per_sm > 0:
+            sms = min(blocks, self.sm_count)
+            warps = min(per_sm, -(-blocks // sms)) * -(-threads // 32)  # per busy SM
+            if self.warp_gflops:
+                per_sm_rate = min(compute_rate / self.sm_count, warps * self.warp_gflops)
+                compute_rate = min(compute_rate, sms * per_sm_rate)
+            if self.warp_gbps:
+                memory_rate = min(memory_rate, sms * warps * self.warp_gbps)
+        compute = (flops or 0.0) / compute_rate
+        memory = (nbytes or 0) / memory_rate
         return max(1, round(max(compute, memory)))
 
     def to_dict(self) -> dict[str, Any]:

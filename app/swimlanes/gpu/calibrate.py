@@ -298,7 +298,9 @@ class _Calibration:
         }
         return round(2 * n / d2d, 1), round(flops / fma / 1000.0, 2)
 
-    def grid_rates(self, sm: int) -> None:
+    def grid_rates(self, sm: int) -> dict[str, float]:
+        """One warp's FLOP rate (an FMA kernel of one warp) and memory rate (a streaming
+        kernel of one warp per SM: a single warp's is mostly its launch)."""
         program = grid_rate_program(sm)
         tl = self.measure("kernel rates", [{"name": "s"}], program)
         rates = []
@@ -308,6 +310,16 @@ class _Calibration:
             work = work or {"bytes_per_ns": op["bytes"] / ns}
             rates.append({"blocks": op["blocks"], "threads": op["threads"], "us": ns / 1e3, **work})
         self.raw["kernel_rates"] = rates
+        one = next(
+            r for r in rates if r["blocks"] == 1 and r["threads"] == 32 and "flops_per_ns" in r
+        )
+        per_sm = next(
+            r for r in rates if r["blocks"] == sm and r["threads"] == 32 and "bytes_per_ns" in r
+        )
+        return {
+            "warp_gflops": round(one["flops_per_ns"], 3),
+            "warp_gbps": round(per_sm["bytes_per_ns"] / sm, 3),
+        }
 
 
 #: Calls that wait for the device: their cost is measured on an idle device, one kind at a time.
@@ -438,7 +450,7 @@ def calibrate(
     measured["spread"] = measure_spread(be, quick=quick, cancel=cancel)
     residency = c.residency(info.sm_count, info.max_threads_per_sm, info.max_blocks_per_sm)
     measured["memory_gbps"], measured["peak_tflops"] = c.memory_and_flops(info.sm_count)
-    c.grid_rates(info.sm_count)
+    measured.update(c.grid_rates(info.sm_count))
     measured["priority_least"], measured["priority_greatest"] = _priority_range(be)
     when = datetime.now(UTC).strftime("%Y-%m-%d")
     # The timing fit takes the copy rates and issue costs just measured as known.
