@@ -16,6 +16,7 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
+    QHBoxLayout,
     QLabel,
     QMainWindow,
     QProgressBar,
@@ -145,8 +146,10 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         box = QVBoxLayout(charts_box)
         box.setContentsMargins(0, 0, 0, 0)
         box.setSpacing(2)
-        box.addWidget(self.summary)
-        box.addWidget(self.band.label)
+        summary_row = QHBoxLayout()  # the band's line beside the strip: no extra height
+        summary_row.addWidget(self.summary, 1)
+        summary_row.addWidget(self.band.label)
+        box.addLayout(summary_row)
         box.addWidget(self.charts, 1)
         self.bottom_tabs = QTabWidget()
         self.bottom_tabs.setObjectName("bottom_tabs")

@@ -15,7 +15,7 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, QRectF, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import QLabel
+from PySide6.QtWidgets import QLabel, QSizePolicy
 
 from swimlanes.model.document import Pipeline
 from swimlanes.timeline.timeline import NO_TIME, Timeline
@@ -34,12 +34,10 @@ def band_text(band: Any, makespan_ns: int, measured: Timeline | None = None) -> 
     text = (
         f"Makespan {format_duration(makespan_ns)}, {band.level_pct}% {what} between {lo} and {hi}"
     )
-    if not band.model_error:
-        text += " (run-to-run spread only; no fitted model error)"
     if measured is not None:
         inside = band.contains(measured.makespan_ns)
         verdict = "inside" if inside else "outside"
-        text += f"; measured {format_duration(measured.makespan_ns)}: {verdict} the band"
+        text += f"\nmeasured {format_duration(measured.makespan_ns)}: {verdict} the band"
     return text
 
 
@@ -109,6 +107,10 @@ class PredictionBand(QObject):
         self.band: Any = None
         self.label = QLabel()
         self.label.setObjectName("prediction_band")
+        # Beside the summary strip: it wraps within the strip's height and never adds any.
+        self.label.setWordWrap(True)
+        self.label.setMaximumWidth(480)
+        self.label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
         self.label.hide()
         self.item = BandItem()
         chart.plot_item.addItem(self.item, ignoreBounds=True)
@@ -178,7 +180,11 @@ class PredictionBand(QObject):
         self.label.setToolTip(
             f"{self.band.samples} simulations with the device preset's run-to-run spread "
             f"(seed {self.band.seed}); the band is their p10..p90"
-            + (", widened by the preset's fitted model error" if self.band.model_error else "")
+            + (
+                ", widened by the preset's fitted model error"
+                if self.band.model_error
+                else " (run-to-run spread only: no fitted model error)"
+            )
             + ". Whiskers on the chart: each op's end, same percentiles."
         )
         self.label.show()
