@@ -43,8 +43,10 @@ QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
 REFERENCE_SIZE = 256 * MB
 ISSUE_SAMPLES = 40
 PAGEABLE_H2D_CHUNK, PAGEABLE_D2H_CHUNK = MB, 2 * MB
+#: Streams the hardware-queue probe uses (CUDA allows at most 32 connections; 8 by default).
+QUEUE_PROBE_STREAMS = 16
 #: Pipelines calibrate() runs (for its progress fraction).
-MEASUREMENTS = 14
+MEASUREMENTS = 15
 
 
 class _Calibration:
@@ -118,7 +120,7 @@ class _Calibration:
         h2d, d2h = (round(max(0.0, b / a - 1.0), 4) for b, a in zip(both, alone, strict=True))
         return {"bidirectional_slowdown": h2d, "bidirectional_slowdown_d2h": d2h}
 
-    def copy_order(self, n: int) -> None:
+    def copy_order(self, n: int) -> str:
         s = [{"name": f"s{i}", "kind": "non_blocking"} for i in (1, 2, 3)]
         prog = [{"op": "h2d", "stream": f"s{i}", "bytes": n} for i in (1, 2, 3)]
         prog += [{"op": "device_sync"}, {"op": "h2d", "stream": "s1", "bytes": n}]
@@ -129,10 +131,42 @@ class _Calibration:
         tl = self.measure("copy order", s, prog)
         first = sorted((0, 1, 2), key=lambda r: int(tl.start[r]))
         second = sorted((4, 5, 6), key=lambda r: int(tl.start[r]))
+        ran = [tl.stream_name(r) for r in first]
         self.raw["copy_order"] = {
-            "three_streams_issued_s1_s2_s3_ran": [tl.stream_name(r) for r in first],
+            "three_streams_issued_s1_s2_s3_ran": ran,
             "issued_s1_s2_s1_ran": [f"{tl.stream_name(r)}#{r}" for r in second],
         }
+        # Copies readied at once ran in issue order: the engine serves the longest waiting.
+        return "fifo" if ran == ["s1", "s2", "s3"] else "measured"
+
+    def hardware_queues(self) -> dict[str, Any]:
+        """Which streams share a hardware queue: a copy and a kernel held back on stream q0
+        (behind a long kernel) and, issued after them, a copy and a kernel on each of 15 more
+        streams. Those that waited for the long kernel share q0's queue (the first such stream
+        is the connection count); none waiting means each stream has its own."""
+        n = QUEUE_PROBE_STREAMS
+        streams = [{"name": f"q{i}", "kind": "non_blocking"} for i in range(n)]
+        long_kernel = {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32, "block_us": 300}
+        program: list[dict] = []
+        for held, probe in (
+            ({"op": "d2h", "stream": "q0", "bytes": 4 * KB}, {"op": "h2d", "bytes": 4 * KB}),
+            (
+                {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32, "block_us": 2},
+                {"op": "kernel", "blocks": 1, "threads": 32, "block_us": 2},
+            ),
+        ):
+            program += [dict(long_kernel), held]
+            program += [{**probe, "stream": f"q{i}"} for i in range(1, n)]
+            program.append({"op": "device_sync"})
+        tl = self.measure("hardware queues", streams, program)
+        waited: dict[str, list[int]] = {}
+        for part, name in ((0, "copies"), (1, "kernels")):
+            first = part * (n + 2)
+            release = int(tl.end[first])
+            waited[name] = [i for i in range(1, n) if int(tl.start[first + 1 + i]) >= release]
+        self.raw["hardware_queues"] = {"streams_that_waited": waited}
+        shared = sorted(set(waited["copies"]) | set(waited["kernels"]))
+        return {"connections": shared[0] if shared else 0}
 
     # -- host costs and latencies -----------------------------------------------------------
     def issue_costs(self) -> dict[str, float]:
@@ -307,14 +341,15 @@ class _Calibration:
         for r, op in enumerate(program):
             ns = _dur(tl, r)
             work = {"flops_per_ns": op["flops"] / ns} if "flops" in op else {}
-            work = work or {"bytes_per_ns": op["bytes"] / ns}
+            if "bytes" in op:
+                work["bytes_per_ns"] = op["bytes"] / ns
             rates.append({"blocks": op["blocks"], "threads": op["threads"], "us": ns / 1e3, **work})
         self.raw["kernel_rates"] = rates
         one = next(
-            r for r in rates if r["blocks"] == 1 and r["threads"] == 32 and "flops_per_ns" in r
+            r for r in rates if (r["blocks"], r["threads"]) == (1, 32) and "bytes_per_ns" not in r
         )
         per_sm = next(
-            r for r in rates if r["blocks"] == sm and r["threads"] == 32 and "bytes_per_ns" in r
+            r for r in rates if (r["blocks"], r["threads"]) == (sm, 32) and "flops_per_ns" not in r
         )
         return {
             "warp_gflops": round(one["flops_per_ns"], 3),
@@ -364,6 +399,9 @@ def grid_rate_program(sm: int) -> list[dict]:
         program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
                         "flops": 2e7 * blocks * threads / 32})  # fmt: skip
         program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
+                        "bytes": 64 * KB * blocks * threads // 32})  # fmt: skip
+        program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
+                        "flops": 2e7 * blocks * threads / 32,
                         "bytes": 64 * KB * blocks * threads // 32})  # fmt: skip
     return program
 
@@ -441,7 +479,8 @@ def calibrate(
     ref = REFERENCE_SIZE if not quick else 64 * MB
     measured: dict[str, Any] = {"bandwidth_table": c.copy_sweep()}
     measured.update(c.bidirectional(ref))
-    c.copy_order(64 * MB)
+    measured["copy_order"] = c.copy_order(64 * MB)
+    measured.update(c.hardware_queues())
     measured["issue_cost_us"] = c.issue_costs()
     measured.update(c.launch_latency())
     measured["sync_return_us"] = c.sync_return()

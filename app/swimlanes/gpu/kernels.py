@@ -18,7 +18,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-from swimlanes.gpu.plan import FMA_PER_TRIP, KernelPlan
+from swimlanes.gpu.plan import FMA_PER_TRIP, STREAM_FMA_PER_TRIP, KernelPlan
 
 GLOBALTIMER_CU = r"""
 extern "C" __device__ int swimlanes_globaltimer(unsigned long long *out)
@@ -60,8 +60,8 @@ class Kernels:
             return lambda: launch(iters, out)
         nbytes = k.elements * 4
         src, dst = backend.device_view(a, nbytes), backend.device_view(b, nbytes)
-        n, per = k.elements, k.fma_per_element
-        return lambda: launch(src, dst, n, per)
+        n, trips = k.elements, -(-k.fma_per_element // STREAM_FMA_PER_TRIP)
+        return lambda: launch(src, dst, n, trips)
 
 
 def _timer(simulator: bool) -> Any:
@@ -123,30 +123,44 @@ def build(simulator: bool) -> Kernels:
         if s == float32(-1.0):  # never true; keeps the loop from being optimised away
             out[0] = s
 
-    @cuda.jit("void(float32[::1], float32[::1], int64, int64)")
-    def stream(src, dst, n, per):  # pragma: no cover - runs on the GPU
-        # Four loads in flight per thread (grid-stride, coalesced), then the tail one by one.
+    @cuda.jit("void(float32[::1], float32[::1], int64, int32)")
+    def stream(src, dst, n, trips):  # pragma: no cover - runs on the GPU
+        # Grid-stride and coalesced, four elements per thread at a time (four loads in
+        # flight), each element's FMAs in two chains: eight independent chains like the fma
+        # kernel's, 4 FMAs per element per loop trip. The tail, one element at a time, keeps
+        # four chains and the same 4 FMAs per trip.
         i = cuda.grid(1)
         stride = cuda.gridsize(1)
         m, c = float32(0.9999), float32(1e-4)
         while i + 3 * stride < n:
             v0, v1 = src[i], src[i + stride]
             v2, v3 = src[i + 2 * stride], src[i + 3 * stride]
-            for _ in range(per):
-                v0 = cuda.fma(v0, m, c)
-                v1 = cuda.fma(v1, m, c)
-                v2 = cuda.fma(v2, m, c)
-                v3 = cuda.fma(v3, m, c)
-            dst[i], dst[i + stride] = v0, v1
-            dst[i + 2 * stride], dst[i + 3 * stride] = v2, v3
+            w0, w1, w2, w3 = v0 + c, v1 + c, v2 + c, v3 + c
+            for _ in range(trips):
+                for _ in range(2):
+                    v0 = cuda.fma(v0, m, c)
+                    w0 = cuda.fma(w0, m, c)
+                    v1 = cuda.fma(v1, m, c)
+                    w1 = cuda.fma(w1, m, c)
+                    v2 = cuda.fma(v2, m, c)
+                    w2 = cuda.fma(w2, m, c)
+                    v3 = cuda.fma(v3, m, c)
+                    w3 = cuda.fma(w3, m, c)
+            dst[i], dst[i + stride] = v0 + w0, v1 + w1
+            dst[i + 2 * stride], dst[i + 3 * stride] = v2 + w2, v3 + w3
             i += 4 * stride
         while i < n:
-            v = src[i]
-            for _ in range(per):
-                v = cuda.fma(v, m, c)
-            dst[i] = v
+            a0 = src[i]
+            a1, a2, a3 = a0 + c, a0 - c, a0 + m
+            for _ in range(trips):
+                a0 = cuda.fma(a0, m, c)
+                a1 = cuda.fma(a1, m, c)
+                a2 = cuda.fma(a2, m, c)
+                a3 = cuda.fma(a3, m, c)
+            dst[i] = a0 + a1 + a2 + a3
             i += stride
 
     assert FMA_PER_TRIP == 16  # the fma kernel above: 8 chains, unrolled twice
+    assert STREAM_FMA_PER_TRIP == 4  # the stream kernel: 2 chains per element, unrolled twice
     scratch = cuda.device_array(1, dtype=np.float32)
     return Kernels(spin, fma, stream, scratch)

@@ -21,6 +21,8 @@ DEFAULT_MALLOC_BYTES = 1 << 20
 FMA_PER_TRIP = 16
 #: The flops kernel's trip count is an int32.
 MAX_FMA_TRIPS = 2**31 - 1
+#: FMAs per element per loop trip of the streaming kernel (its trip count is an int32 too).
+STREAM_FMA_PER_TRIP = 4
 #: Bytes one element of the streaming kernel moves (a float32 read plus a float32 write).
 STREAM_BYTES_PER_ELEMENT = 8
 #: Pinned memory must leave this much host memory free (the OS and the app need some).
@@ -144,6 +146,7 @@ def plan_kernel(op: Op, info: DeviceInfo) -> KernelPlan:
     if op.bytes:
         elements = max(1, op.bytes // STREAM_BYTES_PER_ELEMENT)
         per = math.ceil(flops / (2 * elements)) if flops else 0
+        per = min(per, MAX_FMA_TRIPS * STREAM_FMA_PER_TRIP)
         return KernelPlan(
             "stream", blocks, threads, elements=elements, fma_per_element=per, blocks_per_sm=limit
         )
