@@ -46,7 +46,8 @@ def test_first_gpu_run_calibrates_the_host_then_runs_and_compares_on_its_preset(
     with qtbot.waitSignal(win.gpu_runner.finished, timeout=30000):
         win.actions.run_gpu.trigger()
     assert formats and all(f.startswith("Calibrating this GPU") for f in formats)
-    entries, _ = list_cached()
+    entries, problems = list_cached()
+    assert problems == []
     assert len(entries) == 1 and entries[0].host.hostname == "fake-host"
     assert win.measured is not None
     assert win.measured.meta["calibration"]["id"] == entries[0].id
