@@ -280,6 +280,46 @@ def test_streams_sharing_a_connection_get_a_false_dependency(connections, k3_sta
     assert ((1, 2) in deps_of(tl, "queue")) == (connections == 1)
 
 
+@pytest.mark.parametrize("own_copy_queues", [False, True])
+def test_copies_of_streams_sharing_a_connection_can_have_queues_of_their_own(
+    own_copy_queues,
+) -> None:
+    dev = replace(IDEAL, connections=1, copy_queue_per_stream=own_copy_queues)
+    # s1's D2H waits for its kernel; s2's H2D, issued after it, needs the idle H2D engine.
+    program = [kernel("s1", 1), copy("d2h", "s1", 1), copy("h2d", "s2", 1), kernel("s2", 1)]
+    tl = simulate(pipe(S12, *program), dev)
+    assert span(tl, 1) == (1 * MS, 2 * MS)
+    assert tl.start[2] == (0 if own_copy_queues else 1 * MS)
+    # Kernels still share the connection: s2's kernel waits for the copy before it, which
+    # (sharing the queue) waited behind s1's D2H, or waits for s1's kernel at the queue head.
+    assert tl.start[3] >= 1 * MS
+
+
+def test_a_host_function_starts_once_its_callback_thread_wakes() -> None:
+    dev = replace(IDEAL, host_func_latency_us=150.0)
+    program = [
+        kernel("s1", 1),
+        Op("host_func", stream="s1", duration_us=10),
+        Op("host_func", stream="s2", duration_us=10),
+    ]
+    tl = simulate(pipe(S12, *program), dev)
+    assert span(tl, 1) == (1 * MS + 150 * US, 1 * MS + 160 * US)  # after the kernel it follows
+    assert span(tl, 2) == (150 * US, 160 * US)  # on an idle stream: after its call
+
+
+@pytest.mark.parametrize(("overlap", "expected_us"), [(1.0, 100), (0.5, 125), (0.0, 150)])
+def test_a_roofline_kernel_hides_as_much_of_its_shorter_part_as_the_preset_says(
+    overlap, expected_us
+) -> None:
+    # Ideal preset: 128 SMs; compute 100 us at the peak, memory traffic 50 us at memory_gbps.
+    dev = replace(IDEAL, roofline_overlap=overlap)
+    flops = dev.peak_tflops * 1e6 * 100  # 100 us
+    nbytes = round(dev.memory_gbps * 1000 * 50)  # 50 us
+    op = Op("kernel", stream="s1", blocks=FULL, threads=256, flops=flops, bytes=nbytes)
+    tl = simulate(pipe(S12, op), dev)
+    assert tl.end[0] - tl.start[0] == expected_us * US
+
+
 def test_fermi_issue_order_breadth_first_beats_depth_first_with_one_copy_engine() -> None:
     def chunks(order: str) -> Pipeline:
         work = {s: [copy("h2d", s), kernel(s, 1, FULL), copy("d2h", s)] for s in ("s1", "s2")}

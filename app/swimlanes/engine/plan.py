@@ -133,8 +133,12 @@ def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
                 qos.append(1 + k % conns)
                 k += 1
         count = 1 + conns
+        if preset.copy_queue_per_stream:  # each stream's copies: queue count + stream index
+            count += len(streams)
     plan = Plan(names, klass, prio, qos, count)
     plan.shared_queues = preset.hardware_queues == "fermi" or len(set(qos)) < len(qos)
+    # A stream whose copies and other work go through two queues needs per-queue chains.
+    plan.shared_queues |= preset.hardware_queues == "hyperq" and preset.copy_queue_per_stream
     return plan
 
 
@@ -301,6 +305,8 @@ def _new_shape(
     elif preset.hardware_queues == "fermi":
         # Queue 0 is the compute queue, then the copy queues (one if the engine is shared).
         q = {_H2D: 1, _D2H: 1 if preset.shared_copy_engine else 2}.get(k, 0)
+    elif preset.copy_queue_per_stream and k in (_H2D, _D2H):
+        q = plan.queue_count - len(plan.stream_names) + s
     else:
         q = plan.queue_of_stream[s]
     override = op.extra.get("blocks_per_sm") if op.extra else None

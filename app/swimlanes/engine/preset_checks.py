@@ -172,6 +172,7 @@ def check_preset(p: DevicePreset) -> None:
         "dependency_latency_us",
         "kernel_dependency_latency_us",
         "copy_engine_gap_us",
+        "host_func_latency_us",
         "bidirectional_slowdown",
         "bidirectional_overhead_us",
         "bidirectional_rest_us",
@@ -204,6 +205,8 @@ def check_preset(p: DevicePreset) -> None:
             raise ValueError(f"bandwidth_table.{kind}: must be one of {', '.join(BANDWIDTH_KINDS)}")
         if any(size <= 0 or not 0 < gbps <= MAX_RATE for size, gbps in points):
             raise ValueError(f"bandwidth_table.{kind}: sizes and bandwidths must be positive")
+    if not 0 <= p.roofline_overlap <= 1:
+        raise ValueError("roofline_overlap: must be a number from 0 to 1")
     for key in ("warp_gflops", "warp_gbps"):
         if not 0 <= getattr(p, key) <= MAX_RATE:
             raise ValueError(f"{key}: must be a number from 0 to {MAX_RATE:g}")

@@ -76,10 +76,15 @@ def _dependency_latency(plan: Plan, preset: DevicePreset) -> tuple[list[int] | N
     """
     sms = round(preset.kernel_dependency_latency_us * 1000.0)
     other = round(preset.dependency_latency_us * 1000.0)
-    if not (sms or other):
+    callback = round(preset.host_func_latency_us * 1000.0)
+    if not (sms or other or callback):
         return None, []
     table = [
-        0 if a < 0 or b < 0 else (other if a != b else sms if a == 0 else 0)
+        0
+        if a < 0 or b < 0
+        else callback  # a host function waits for its callback thread to wake
+        if b == 3
+        else (other if a != b else sms if a == 0 else 0)
         for a in range(-1, 4)
         for b in range(-1, 4)
     ]
@@ -175,6 +180,7 @@ class RunState:
         self.launch_latency[KERNEL] = round(preset.kernel_launch_latency_us * 1000.0)
         for kind in ("h2d", "d2h"):
             self.launch_latency[K[kind]] = round(preset.copy_launch_latency_us * 1000.0)
+        self.launch_latency[K["host_func"]] = round(preset.host_func_latency_us * 1000.0)
         self.kernel_tail = round(preset.kernel_overhead_us * 1000.0)
         self.h2d_chunk = preset.pageable_h2d_chunk_bytes
         # Per host behaviour code (plan.ENQ ...): how late a blocking call returns after the

@@ -46,7 +46,7 @@ PAGEABLE_H2D_CHUNK, PAGEABLE_D2H_CHUNK = MB, 2 * MB
 #: Streams the hardware-queue probe uses (CUDA allows at most 32 connections; 8 by default).
 QUEUE_PROBE_STREAMS = 16
 #: Pipelines calibrate() runs (for its progress fraction).
-MEASUREMENTS = 15
+MEASUREMENTS = 16
 
 
 class _Calibration:
@@ -166,7 +166,10 @@ class _Calibration:
             waited[name] = [i for i in range(1, n) if int(tl.start[first + 1 + i]) >= release]
         self.raw["hardware_queues"] = {"streams_that_waited": waited}
         shared = sorted(set(waited["copies"]) | set(waited["kernels"]))
-        return {"connections": shared[0] if shared else 0}
+        return {
+            "connections": shared[0] if shared else 0,
+            "copy_queue_per_stream": bool(waited["kernels"]) and not waited["copies"],
+        }
 
     # -- host costs and latencies -----------------------------------------------------------
     def issue_costs(self) -> dict[str, float]:
@@ -228,6 +231,20 @@ class _Calibration:
             "kernel_launch_latency_us": max(0.0, round(float(np.median(after_return)), 3)),
             "kernel_overhead_us": max(0.0, self.raw["kernel_overhead_us"]),
         }
+
+    def host_func_latency(self) -> dict[str, float]:
+        """How long after the kernel before it ends a host function starts (its callback
+        thread wakes)."""
+        k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 50}
+        program: list[dict] = []
+        for _ in range(ISSUE_SAMPLES // 2):
+            program += [dict(k), {"op": "host_func", "stream": "s", "duration_us": 1}]
+            program.append({"op": "stream_sync", "stream": "s"})
+        tl = self.measure("host function latency", [{"name": "s"}], program)
+        gaps = [(int(tl.start[r + 1]) - int(tl.end[r])) / 1000.0 for r in range(0, len(tl), 3)]
+        lag = round(float(np.median(gaps)), 3)
+        self.raw["host_func_latency_us"] = lag
+        return {"host_func_latency_us": max(0.0, lag)}
 
     def sync_return(self) -> dict[str, float]:
         """How long after the device finishes a blocking call returns to the host."""
@@ -354,7 +371,27 @@ class _Calibration:
         return {
             "warp_gflops": round(one["flops_per_ns"], 3),
             "warp_gbps": round(per_sm["bytes_per_ns"] / sm, 3),
+            "roofline_overlap": _roofline_overlap(rates),
         }
+
+
+def _roofline_overlap(rates: list[dict[str, Any]]) -> float:
+    """Per grid of the rate probe: how much of the shorter of its compute-only and memory-only
+    kernels' times the kernel doing both hid ((compute + memory - both) / shorter), median."""
+    by_grid: dict[tuple[int, int], dict[str, float]] = {}
+    for r in rates:
+        part = (
+            "both"
+            if "flops_per_ns" in r and "bytes_per_ns" in r
+            else ("compute" if "flops_per_ns" in r else "memory")
+        )
+        by_grid.setdefault((r["blocks"], r["threads"]), {})[part] = r["us"]
+    hidden = [
+        (t["compute"] + t["memory"] - t["both"]) / min(t["compute"], t["memory"])
+        for t in by_grid.values()
+        if len(t) == 3
+    ]
+    return round(min(1.0, max(0.0, float(np.median(hidden)))), 3) if hidden else 1.0
 
 
 #: Calls that wait for the device: their cost is measured on an idle device, one kind at a time.
@@ -399,10 +436,10 @@ def grid_rate_program(sm: int) -> list[dict]:
         program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
                         "flops": 2e7 * blocks * threads / 32})  # fmt: skip
         program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
-                        "bytes": 64 * KB * blocks * threads // 32})  # fmt: skip
+                        "bytes": 256 * KB * blocks * threads // 32})  # fmt: skip
         program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
                         "flops": 2e7 * blocks * threads / 32,
-                        "bytes": 64 * KB * blocks * threads // 32})  # fmt: skip
+                        "bytes": 256 * KB * blocks * threads // 32})  # fmt: skip
     return program
 
 
@@ -484,6 +521,7 @@ def calibrate(
     measured["issue_cost_us"] = c.issue_costs()
     measured.update(c.launch_latency())
     measured["sync_return_us"] = c.sync_return()
+    measured.update(c.host_func_latency())
     from swimlanes.gpu.calibrate_spread import measure_spread  # run-to-run spread: bands
 
     measured["spread"] = measure_spread(be, quick=quick, cancel=cancel)
