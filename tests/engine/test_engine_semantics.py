@@ -295,6 +295,24 @@ def test_copies_of_streams_sharing_a_connection_can_have_queues_of_their_own(
     assert tl.start[3] >= 1 * MS
 
 
+def test_a_call_repeating_the_one_before_it_costs_its_repeat_cost() -> None:
+    dev = replace(
+        IDEAL,
+        issue_cost_us={**IDEAL.issue_cost_us, "kernel": 40.0, "h2d": 8.0},
+        repeat_issue_cost_us={"kernel": 15.0},
+    )
+    program = [
+        kernel("s1", 0.01),
+        kernel("s2", 0.01),  # the same launch on another stream: warm
+        kernel("s1", 0.02),  # another kernel: cold
+        copy("h2d", "s1"),
+        copy("h2d", "s2"),  # no repeat cost for copies: issue_cost_us
+    ]
+    tl = simulate(pipe(S12, *program), dev)
+    calls = (tl.issue_end - tl.issue_start).tolist()
+    assert calls == [40 * US, 15 * US, 40 * US, 8 * US, 8 * US]
+
+
 def test_a_host_function_starts_once_its_callback_thread_wakes() -> None:
     dev = replace(IDEAL, host_func_latency_us=150.0)
     program = [

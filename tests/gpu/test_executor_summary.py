@@ -34,4 +34,3 @@ def test_device_span_ignores_ops_without_device_times() -> None:
     end = np.array([NO_TIME, 90, 40])
     assert _device_span(start, end) == 80
     assert _device_span(np.array([NO_TIME]), np.array([NO_TIME])) == 0
-

@@ -175,6 +175,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in shape_ids.first]
     shape_of_op = np.fromiter(ids, dtype=np.intp, count=len(ids))
     _check_work(shapes, shape_of_op, shape_ids.first, plan, preset)
+    repeat_costs = _repeat_costs(shape_ids, shape_of_op, shapes, preset, gap)
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
     # numpy gathers of its columns, in its dtypes.
@@ -183,6 +184,8 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
         setattr(plan, name, list(map(values.__getitem__, ids)))
         if name in _TIMELINE_DTYPES:
             plan.arrays[name] = np.array(values, dtype=_TIMELINE_DTYPES[name])[shape_of_op]
+    if repeat_costs is not None:
+        plan.cost = repeat_costs
     # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
     kernel = [extra if row[0] == _KERNEL else None for row, extra in shapes]
     stage = [None if row[0] == _KERNEL else extra for row, extra in shapes]
@@ -190,6 +193,37 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     if any(x is not None for x in stage):
         plan.stage = list(map(stage.__getitem__, ids))
     return plan
+
+
+def _repeat_costs(
+    shape_ids: _Numbering,
+    shape_of_op: np.ndarray,
+    shapes: list[tuple[tuple, tuple | int | None]],
+    preset: DevicePreset,
+    gap: int,
+) -> list[int] | None:
+    """Per op, its call's host cost where a call that repeats the one before it (the same
+    call on any stream) costs ``repeat_issue_cost_us``; None when the preset has no such
+    figures. Worked out per shape, then compared op to op by numpy."""
+    if not preset.repeat_issue_cost_us or not len(shape_of_op):
+        return None
+    # A shape's key is (op, stream, ...): the call without its stream is the rest.
+    calls = _Numbering([])
+    call_of_shape = np.array([calls[key[:1] + key[2:]] for key in shape_ids], dtype=np.intp)
+    call = call_of_shape[shape_of_op]
+    repeat = np.zeros(len(call), dtype=bool)
+    repeat[1:] = call[1:] == call[:-1]
+    names = [key[0] for key in shape_ids]
+    warm = np.array(
+        [
+            gap + round(preset.repeat_issue_cost_us.get(name, cost_us) * 1000.0)
+            for name, cost_us in ((n, preset.issue_cost_us.get(n, 0.0)) for n in names)
+        ],
+        dtype=np.int64,
+    )
+    cold = np.array([row[4] for row, _ in shapes], dtype=np.int64)
+    per_op = np.where(repeat, warm[shape_of_op], cold[shape_of_op])
+    return per_op.tolist()
 
 
 def _blocks_per_sm_key(extra: dict) -> object:

@@ -200,6 +200,13 @@ def check_preset(p: DevicePreset) -> None:
             raise ValueError(f"issue_cost_us.{kind}: unknown op kind")
         if not 0 <= cost <= MAX_PRESET_US:
             raise ValueError(f"issue_cost_us.{kind}: must be a number from 0 to {MAX_PRESET_US:g}")
+    for kind, cost in p.repeat_issue_cost_us.items():
+        if kind not in OP_KINDS:
+            raise ValueError(f"repeat_issue_cost_us.{kind}: unknown op kind")
+        if not 0 <= cost <= MAX_PRESET_US:
+            raise ValueError(
+                f"repeat_issue_cost_us.{kind}: must be a number from 0 to {MAX_PRESET_US:g}"
+            )
     for kind, points in p.bandwidth_table.items():
         if kind not in BANDWIDTH_KINDS:
             raise ValueError(f"bandwidth_table.{kind}: must be one of {', '.join(BANDWIDTH_KINDS)}")

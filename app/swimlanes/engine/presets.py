@@ -157,6 +157,12 @@ class DevicePreset:
     sync_return_us: dict[str, float] = field(default_factory=dict)
     #: Host time of each API call, per op kind, in microseconds.
     issue_cost_us: dict[str, float] = field(default_factory=lambda: dict(_NUMBA_COSTS))
+    #: Host time of a call that repeats the call just before it (the same call on any stream),
+    #: per op kind: its code and data are warm in the CPU's caches, so it costs less than
+    #: ``issue_cost_us``, which is measured in a varied program (on an H200 host a Numba
+    #: kernel launch cost 17 us in a loop of launches, 47 us among other calls). Kinds not
+    #: listed cost ``issue_cost_us``.
+    repeat_issue_cost_us: dict[str, float] = field(default_factory=dict)
     #: Host time between one call returning and the next call starting (the issuing
     #: program's own work per op: its loop, argument set-up).
     host_call_gap_us: float = 0.0

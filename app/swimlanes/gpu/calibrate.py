@@ -172,44 +172,43 @@ class _Calibration:
         }
 
     # -- host costs and latencies -----------------------------------------------------------
-    def issue_costs(self) -> dict[str, float]:
-        k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 1}
-        small = 4 * KB
-        groups: dict[str, dict] = {
-            "kernel": k,
-            "event_record": {"op": "event_record", "stream": "s", "event": "e"},
-            "event_wait": {"op": "event_wait", "stream": "t", "event": "e"},
-            "memset": {"op": "memset", "stream": "s", "bytes": small},
-            "h2d": {"op": "h2d", "stream": "s", "bytes": small},
-            "d2h": {"op": "d2h", "stream": "s", "bytes": small},
-            "d2d": {"op": "d2d", "stream": "s", "bytes": small},
-            "host_func": {"op": "host_func", "stream": "s", "duration_us": 1},
-            "stream_sync": {"op": "stream_sync", "stream": "s"},
-            "event_sync": {"op": "event_sync", "event": "e"},
-            "device_sync": {"op": "device_sync"},
-        }
+    def issue_costs(self) -> dict[str, dict[str, float]]:
+        """Host cost of each call: ``issue_cost_us`` among other calls (the mixed program),
+        ``repeat_issue_cost_us`` in a loop of the same call; blocking calls on an idle device."""
         program: list[dict] = [{"op": "event_record", "stream": "s", "event": "e"}]
-        for name, op in groups.items():
-            if name in _BLOCKING_CALLS:
-                program += [dict(op) for _ in range(ISSUE_SAMPLES)]
-                program.append({"op": "device_sync"})
+        loops: list[tuple[str, int, int]] = []  # (kind, first row, end row) of each loop
+        for name, op in _ISSUE_LOOPS.items():
+            loops.append((name, len(program) + 1, len(program) + ISSUE_SAMPLES))
+            program += [dict(op) for _ in range(ISSUE_SAMPLES)]
+            program.append({"op": "device_sync"})
+        mixed_from = len(program)
         program += mixed_issue_program()
         program.append({"op": "device_sync"})
         # Measured under the default back end (what `swimlanes run` measures against), and
         # without any device instrumentation (what a plain program pays), both kept raw.
         costs: dict[str, dict[str, float]] = {}
+        repeat: dict[str, float] = {}
         streams = [{"name": name} for name in ("s", "t", *MIXED_STREAMS)]
         for backend in ("none", "auto"):
             tl = self.measure("issue costs", streams, program, backend)
             cost = (tl.issue_end - tl.issue_start) / 1000.0
+            # A loop's first call is not a repeat: the rows after it are.
+            repeat = {k: round(float(np.median(cost[a:b])), 3) for k, a, b in loops}
             costs[backend] = {"host": 0.0}
-            for kind in (*groups, "malloc", "free"):
-                rows = [r for r in range(1, len(tl)) if tl.op_kind(r) == kind]
+            for kind in (*_ISSUE_LOOPS, "malloc", "free"):
+                blocking = kind in _BLOCKING_CALLS
+                rows = [
+                    r
+                    for r in range(1 if blocking else mixed_from, len(tl))
+                    if tl.op_kind(r) == kind
+                ]
                 costs[backend][kind] = round(float(np.median(cost[rows])), 3)
         out = costs["auto"]
         self.raw["issue_cost_us"] = out
         self.raw["issue_cost_uninstrumented_us"] = costs["none"]
-        return out
+        self.raw["repeat_issue_cost_us"] = repeat
+        enqueueing = {k: v for k, v in repeat.items() if k not in _BLOCKING_CALLS}
+        return {"issue_cost_us": out, "repeat_issue_cost_us": enqueueing}
 
     def launch_latency(self) -> float:
         k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 5}
@@ -396,6 +395,21 @@ def _roofline_overlap(rates: list[dict[str, Any]]) -> float:
 
 #: Calls that wait for the device: their cost is measured on an idle device, one kind at a time.
 _BLOCKING_CALLS = ("stream_sync", "event_sync", "device_sync")
+_SMALL = 4 * KB
+#: One call per kind, each repeated in a loop (the repeat costs; blocking calls' costs).
+_ISSUE_LOOPS: dict[str, dict] = {
+    "kernel": {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 1},
+    "event_record": {"op": "event_record", "stream": "s", "event": "e"},
+    "event_wait": {"op": "event_wait", "stream": "t", "event": "e"},
+    "memset": {"op": "memset", "stream": "s", "bytes": _SMALL},
+    "h2d": {"op": "h2d", "stream": "s", "bytes": _SMALL},
+    "d2h": {"op": "d2h", "stream": "s", "bytes": _SMALL},
+    "d2d": {"op": "d2d", "stream": "s", "bytes": _SMALL},
+    "host_func": {"op": "host_func", "stream": "s", "duration_us": 1},
+    "stream_sync": {"op": "stream_sync", "stream": "s"},
+    "event_sync": {"op": "event_sync", "event": "e"},
+    "device_sync": {"op": "device_sync"},
+}
 MIXED_STREAMS = ("m0", "m1", "m2", "m3")
 
 
@@ -518,7 +532,7 @@ def calibrate(
     measured.update(c.bidirectional(ref))
     measured["copy_order"] = c.copy_order(64 * MB)
     measured.update(c.hardware_queues())
-    measured["issue_cost_us"] = c.issue_costs()
+    measured.update(c.issue_costs())
     measured.update(c.launch_latency())
     measured["sync_return_us"] = c.sync_return()
     measured.update(c.host_func_latency())
