@@ -25,7 +25,8 @@ def run(args: argparse.Namespace) -> int:
     if not cuda_available():
         raise CommandError(NO_GPU_MESSAGE)
     from swimlanes.gpu.backend import make_backend
-    from swimlanes.gpu.calibrate import calibrate, summary_lines
+    from swimlanes.gpu.calibrate import calibrate
+    from swimlanes.gpu.calibration_summary import summary_lines
     from swimlanes.gpu.host import this_host
     from swimlanes.model.io import dump_json_atomic
 

@@ -31,6 +31,16 @@ from typing import Any
 import numpy as np
 
 from swimlanes.gpu.backend import CudaBackend, make_backend
+from swimlanes.gpu.calibration_programs import (
+    BLOCKING_CALLS,
+    ISSUE_LOOPS,
+    ISSUE_SAMPLES,
+    MIXED_STREAMS,
+    grid_rate_program,
+    mixed_issue_program,
+    roofline_overlap,
+    timing_program,
+)
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError
 from swimlanes.gpu.executor import execute
 from swimlanes.gpu.plan import DeviceInfo
@@ -41,7 +51,6 @@ KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
 FULL_SIZES = [KB * 4**i for i in range(11)]  # 1 KB .. 1 GB
 QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
 REFERENCE_SIZE = 256 * MB
-ISSUE_SAMPLES = 40
 PAGEABLE_H2D_CHUNK, PAGEABLE_D2H_CHUNK = MB, 2 * MB
 #: Streams the hardware-queue probe uses (CUDA allows at most 32 connections; 8 by default).
 QUEUE_PROBE_STREAMS = 16
@@ -177,7 +186,7 @@ class _Calibration:
         ``repeat_issue_cost_us`` in a loop of the same call; blocking calls on an idle device."""
         program: list[dict] = [{"op": "event_record", "stream": "s", "event": "e"}]
         loops: list[tuple[str, int, int]] = []  # (kind, first row, end row) of each loop
-        for name, op in _ISSUE_LOOPS.items():
+        for name, op in ISSUE_LOOPS.items():
             loops.append((name, len(program) + 1, len(program) + ISSUE_SAMPLES))
             program += [dict(op) for _ in range(ISSUE_SAMPLES)]
             program.append({"op": "device_sync"})
@@ -195,8 +204,8 @@ class _Calibration:
             # A loop's first call is not a repeat: the rows after it are.
             repeat = {k: round(float(np.median(cost[a:b])), 3) for k, a, b in loops}
             costs[backend] = {"host": 0.0}
-            for kind in (*_ISSUE_LOOPS, "malloc", "free"):
-                blocking = kind in _BLOCKING_CALLS
+            for kind in (*ISSUE_LOOPS, "malloc", "free"):
+                blocking = kind in BLOCKING_CALLS
                 rows = [
                     r
                     for r in range(1 if blocking else mixed_from, len(tl))
@@ -207,7 +216,7 @@ class _Calibration:
         self.raw["issue_cost_us"] = out
         self.raw["issue_cost_uninstrumented_us"] = costs["none"]
         self.raw["repeat_issue_cost_us"] = repeat
-        enqueueing = {k: v for k, v in repeat.items() if k not in _BLOCKING_CALLS}
+        enqueueing = {k: v for k, v in repeat.items() if k not in BLOCKING_CALLS}
         return {"issue_cost_us": out, "repeat_issue_cost_us": enqueueing}
 
     def launch_latency(self) -> float:
@@ -370,117 +379,8 @@ class _Calibration:
         return {
             "warp_gflops": round(one["flops_per_ns"], 3),
             "warp_gbps": round(per_sm["bytes_per_ns"] / sm, 3),
-            "roofline_overlap": _roofline_overlap(rates),
+            "roofline_overlap": roofline_overlap(rates),
         }
-
-
-def _roofline_overlap(rates: list[dict[str, Any]]) -> float:
-    """Per grid of the rate probe: how much of the shorter of its compute-only and memory-only
-    kernels' times the kernel doing both hid ((compute + memory - both) / shorter), median."""
-    by_grid: dict[tuple[int, int], dict[str, float]] = {}
-    for r in rates:
-        part = (
-            "both"
-            if "flops_per_ns" in r and "bytes_per_ns" in r
-            else ("compute" if "flops_per_ns" in r else "memory")
-        )
-        by_grid.setdefault((r["blocks"], r["threads"]), {})[part] = r["us"]
-    hidden = [
-        (t["compute"] + t["memory"] - t["both"]) / min(t["compute"], t["memory"])
-        for t in by_grid.values()
-        if len(t) == 3
-    ]
-    return round(min(1.0, max(0.0, float(np.median(hidden)))), 3) if hidden else 1.0
-
-
-#: Calls that wait for the device: their cost is measured on an idle device, one kind at a time.
-_BLOCKING_CALLS = ("stream_sync", "event_sync", "device_sync")
-_SMALL = 4 * KB
-#: One call per kind, each repeated in a loop (the repeat costs; blocking calls' costs).
-_ISSUE_LOOPS: dict[str, dict] = {
-    "kernel": {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 1},
-    "event_record": {"op": "event_record", "stream": "s", "event": "e"},
-    "event_wait": {"op": "event_wait", "stream": "t", "event": "e"},
-    "memset": {"op": "memset", "stream": "s", "bytes": _SMALL},
-    "h2d": {"op": "h2d", "stream": "s", "bytes": _SMALL},
-    "d2h": {"op": "d2h", "stream": "s", "bytes": _SMALL},
-    "d2d": {"op": "d2d", "stream": "s", "bytes": _SMALL},
-    "host_func": {"op": "host_func", "stream": "s", "duration_us": 1},
-    "stream_sync": {"op": "stream_sync", "stream": "s"},
-    "event_sync": {"op": "event_sync", "event": "e"},
-    "device_sync": {"op": "device_sync"},
-}
-MIXED_STREAMS = ("m0", "m1", "m2", "m3")
-
-
-def mixed_issue_program() -> list[dict]:
-    """Enqueueing calls as real programs make them: kinds, streams, sizes and kernel shapes
-    change from one call to the next. A call costs the host more there than in a loop of
-    identical calls (on H100 and H200 hosts a kernel launch 1.3 times, a memset 5 times as
-    much): caches and the driver's per-stream state are cold for it. Sizes stay small and
-    kernels short, so that no call waits for the device."""
-    program: list[dict] = []
-    sizes = (4 * KB, 64 * KB, 16 * KB, 256 * KB)
-    for k in range(ISSUE_SAMPLES):
-        s, t = MIXED_STREAMS[k % 4], MIXED_STREAMS[(k + 1) % 4]
-        n = sizes[k % 4]
-        event = f"m{k % 8}"
-        calls = [
-            {"op": "h2d", "stream": s, "bytes": n},
-            {"op": "kernel", "stream": s, "blocks": (1, 132, 8, 264)[k % 4],
-             "threads": (32, 256, 1024, 128)[k % 4], "block_us": 1},
-            {"op": "event_record", "stream": s, "event": event},
-            {"op": "memset", "stream": t, "bytes": n},
-            {"op": "event_wait", "stream": t, "event": event},
-            {"op": "d2d", "stream": t, "bytes": n},
-            {"op": "d2h", "stream": s, "bytes": n},
-            {"op": "host_func", "stream": t, "duration_us": 1},
-        ]  # fmt: skip
-        program += calls[k % 8 :] + calls[: k % 8]  # a different order each round
-        if k % 4 == 3:
-            program += [{"op": "malloc", "bytes": (1, 4, 16, 32)[k // 4 % 4] * MB}, {"op": "free"}]
-    return program
-
-
-def grid_rate_program(sm: int) -> list[dict]:
-    """FLOP and memory kernels on grids too small to fill the GPU: how their rate follows the
-    warps they have (kept raw, ``kernel_rates``)."""
-    program = []
-    for blocks, threads in ((1, 32), (1, 256), (1, 1024), (sm, 32), (sm, 256)):
-        program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
-                        "flops": 2e7 * blocks * threads / 32})  # fmt: skip
-        program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
-                        "bytes": 256 * KB * blocks * threads // 32})  # fmt: skip
-        program.append({"op": "kernel", "stream": "s", "blocks": blocks, "threads": threads,
-                        "flops": 2e7 * blocks * threads / 32,
-                        "bytes": 256 * KB * blocks * threads // 32})  # fmt: skip
-    return program
-
-
-def timing_program(quick: bool = False) -> list[dict]:
-    """Calibration's timing pipeline (streams ``a`` and ``b``): copies alone (their launch
-    latency), H2D -> kernel -> kernel -> D2H chains issued ahead of the device (dependency
-    latencies), copies queued on one engine (its rest), then many copies each way at once at
-    two sizes (bidirectional costs)."""
-    kernel = {"op": "kernel", "stream": "a", "blocks": 132, "threads": 256, "block_us": 50}
-    chunk = 4 * MB
-    program: list[dict] = []
-    for kind in ("h2d", "d2h"):  # each copy alone on an idle engine
-        for _ in range(4):
-            program += [{"op": kind, "stream": "b", "bytes": chunk}]
-            program += [{"op": "stream_sync", "stream": "b"}]
-    for _ in range(4 if quick else 8):
-        program += [{"op": "h2d", "stream": "a", "bytes": chunk}, dict(kernel), dict(kernel)]
-        program += [{"op": "d2h", "stream": "a", "bytes": chunk}]
-        program += [{"op": "stream_sync", "stream": "a"}]
-    program += [{"op": "h2d", "stream": "a", "bytes": chunk} for _ in range(6)]
-    program += [{"op": "device_sync"}]
-    for size in (chunk, 64 * MB):
-        n = 4 if quick else 8
-        program += [{"op": "h2d", "stream": "a", "bytes": size} for _ in range(n)]
-        program += [{"op": "d2h", "stream": "b", "bytes": size} for _ in range(n)]
-        program.append({"op": "device_sync"})
-    return program
 
 
 def _pipeline(name: str, streams: list[dict], program: list[dict]) -> Any:
@@ -536,9 +436,11 @@ def calibrate(
     measured.update(c.launch_latency())
     measured["sync_return_us"] = c.sync_return()
     measured.update(c.host_func_latency())
+    from swimlanes.engine.bands import FITTED_MODEL_ERROR
     from swimlanes.gpu.calibrate_spread import measure_spread  # run-to-run spread: bands
 
-    measured["spread"] = measure_spread(be, quick=quick, cancel=cancel)
+    # The host's run-to-run spread, and the model's own error (fitted on the benchmark).
+    measured["spread"] = {**measure_spread(be, quick=quick, cancel=cancel), **FITTED_MODEL_ERROR}
     residency = c.residency(info.sm_count, info.max_threads_per_sm, info.max_blocks_per_sm)
     measured["memory_gbps"], measured["peak_tflops"] = c.memory_and_flops(info.sm_count)
     measured.update(c.grid_rates(info.sm_count))
@@ -597,47 +499,3 @@ def _priority_range(be: CudaBackend) -> tuple[int, int]:
         return 0, -5
     lo, hi = be.check(drv.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")  # type: ignore[attr-defined]
     return int(lo), int(hi)
-
-
-def summary_lines(preset: dict[str, Any], raw: dict[str, Any]) -> list[str]:
-    """What ``swimlanes calibrate`` prints."""
-    costs = preset["issue_cost_us"]
-    mem = raw.get("memory", {})
-    return [
-        f"device            {raw.get('device')} ({preset['sm_count']} SMs), back end {raw.get('backend')}",
-        f"pinned  H2D/D2H   {preset['h2d_pinned_gbps']:.1f} / {preset['d2h_pinned_gbps']:.1f} GB/s",
-        f"pageable H2D/D2H  {preset['h2d_pageable_gbps']:.1f} / {preset['d2h_pageable_gbps']:.1f} GB/s",
-        _both_directions_line(preset),
-        f"dependencies      {preset.get('dependency_latency_us', 0):.1f} us across engines, "
-        f"{preset.get('kernel_dependency_latency_us', 0):.1f} us kernel to kernel, copy engine "
-        f"rest {preset.get('copy_engine_gap_us', 0):.1f} us, copy start "
-        f"{preset.get('copy_launch_latency_us', 0):.1f} us after its call",
-        f"copy engine order {raw.get('copy_order', {}).get('three_streams_issued_s1_s2_s3_ran')}",
-        f"kernel launch     {costs['kernel']:.1f} us host "
-        f"({raw.get('issue_cost_uninstrumented_us', {}).get('kernel', 0):.1f} without tracing), "
-        f"{preset['kernel_launch_latency_us']:.1f} us to start, "
-        f"{raw.get('kernel_overhead_us', 0):.2f} us over its blocks' time",
-        "blocking calls    return "
-        + ", ".join(
-            f"{k.replace('_', ' ')} {v:.1f}" for k, v in raw.get("sync_return_us", {}).items()
-        )
-        + " us after the device is done",
-        f"event record      {costs['event_record']:.1f} us host; copy call {costs['h2d']:.1f} us",
-        f"device memory     {preset['memory_gbps']:.0f} GB/s (d2d), memset {mem.get('memset_gbps')} GB/s",
-        f"FMA kernel        {preset['peak_tflops']:.1f} TFLOP/s",
-        f"residency         {'matches' if raw.get('residency_matches_model') else 'DIFFERS from'} "
-        "the block-limit model",
-    ]
-
-
-def _both_directions_line(preset: dict[str, Any]) -> str:
-    h2d = preset["bidirectional_slowdown"]
-    d2h = preset.get("bidirectional_slowdown_d2h")
-    d2h = h2d if d2h is None else d2h
-    fixed = preset.get("bidirectional_overhead_us", 0.0)
-    fixed_d2h = preset.get("bidirectional_overhead_d2h_us")
-    fixed_d2h = fixed if fixed_d2h is None else fixed_d2h
-    return (
-        f"both directions   H2D {100 * h2d:.1f}% slower + {fixed:.1f} us, "
-        f"D2H {100 * d2h:.1f}% slower + {fixed_d2h:.1f} us"
-    )
