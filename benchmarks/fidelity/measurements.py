@@ -88,8 +88,18 @@ def load_fidelity_data(path: str | Path) -> FidelityData:
     return _from_folder(path) if path.is_dir() else _from_packed(path)
 
 
+def _without_paths(timeline: Timeline) -> Timeline:
+    """The run's metadata less the measuring machine's file path of its preset."""
+    calibration = timeline.meta.get("calibration")
+    if isinstance(calibration, dict):
+        calibration.pop("path", None)
+    return timeline
+
+
 def pack(folder: Path, out: Path) -> None:
     data = _from_folder(folder)
+    for r in data.runs:
+        _without_paths(r.timeline)
     doc = {
         "format": FORMAT,
         "version": VERSION,

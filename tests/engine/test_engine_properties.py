@@ -47,13 +47,15 @@ def test_schedule_invariants(pipeline: Pipeline, device: str) -> None:
         if not on_device:
             continue
         assert tl.start[r] <= tl.end[r]
-        # Nothing runs before its call took effect (a pageable H2D is staged while its call runs).
-        assert tl.start[r] >= tl.issue_start[r] + preset.issue_cost_ns(tl.op_kind(r))
+        # Nothing runs before its call took effect (a pageable H2D is staged while its call runs;
+        # a call repeating the one before it may cost its repeat cost).
+        call = _call_cost_ns(preset, pipeline.program, r)
+        assert tl.start[r] >= tl.issue_start[r] + call
         if pipeline.program[r].op == "kernel":
             assert tl.start[r] >= tl.issue_end[r] + preset.kernel_launch_latency_us * 1000 - 1
         elif pipeline.program[r].op in ("h2d", "d2h") and not _staged(pipeline.program[r]):
             # (measured from the enqueue: a synchronous copy's call returns only when done)
-            took_effect = tl.issue_start[r] + preset.issue_cost_ns(tl.op_kind(r))
+            took_effect = tl.issue_start[r] + call
             assert tl.start[r] >= took_effect + round(preset.copy_launch_latency_us * 1000)
 
     # Per-stream order: an op starts only after the previous op of its stream ended.
@@ -193,3 +195,20 @@ def test_serial_time_is_the_sum_of_solo_times(pipeline: Pipeline) -> None:
     kinds = {OP_KINDS[k] for k in tl.kind[device_rows]}
     assert kinds <= {OP_KINDS[k] for k in ENQUEUED}
     assert tl.meta["serial_ns"] == int(tl.solo_ns[device_rows].sum())
+
+
+def _call_cost_ns(preset, program: list, r: int) -> int:
+    """The host cost of op ``r``'s call: its repeat cost when it repeats the call before it
+    (the same call on any stream), else its issue cost."""
+    op = program[r]
+    cost = preset.issue_cost_ns(op.op)
+    repeat = preset.repeat_issue_cost_us.get(op.op)
+    if repeat is None or r == 0:
+        return cost
+    before = program[r - 1]
+    same = before.op == op.op and all(
+        getattr(before, f) == getattr(op, f)
+        for f in ("bytes", "host_memory", "is_async", "duration_us", "blocks", "threads",
+                  "block_us", "flops", "extra")
+    )  # fmt: skip
+    return round(repeat * 1000.0) if same else cost

@@ -386,9 +386,14 @@ def test_pre_fermi_runs_one_kernel_at_a_time() -> None:
 
 
 # -- 6. copy engines ----------------------------------------------------------------------------
+# copy_order="measured" is the order one H200 host served ready copies in (2026-11-21); the
+# hosts measured since served them first come first served, and calibrate says which.
+MEASURED_ORDER = replace(get_preset("h200"), copy_order="measured")
+
+
 def test_copy_engine_runs_one_copy_at_a_time_in_the_measured_order() -> None:
     streams = [Stream("s1"), Stream("s2"), Stream("s3")]
-    h200 = get_preset("h200")
+    h200 = MEASURED_ORDER
     program = [Op("h2d", stream=s.name, bytes=64 << 20) for s in streams]
     tl = simulate(pipe(streams, *program), h200)
     order = sorted(range(3), key=lambda r: tl.start[r])
@@ -401,8 +406,14 @@ def test_copy_engine_runs_one_copy_at_a_time_in_the_measured_order() -> None:
 
 def test_copy_engine_keeps_serving_the_same_stream() -> None:
     program = [copy("h2d", "s1", 1), copy("h2d", "s2", 1), copy("h2d", "s1", 1)]
-    tl = simulate(pipe(S12, *program), get_preset("h200"))
+    tl = simulate(pipe(S12, *program), MEASURED_ORDER)
     assert tl.start[2] < tl.start[1]  # s1's second copy before s2's earlier one
+
+
+def test_a_fifo_copy_engine_serves_ready_copies_in_the_order_they_became_ready() -> None:
+    program = [copy("h2d", "s1", 1), copy("h2d", "s2", 1), copy("h2d", "s1", 1)]
+    tl = simulate(pipe(S12, *program), replace(IDEAL, copy_order="fifo"))
+    assert [span(tl, r) for r in range(3)] == [(0, MS), (MS, 2 * MS), (2 * MS, 3 * MS)]
 
 
 def test_h2d_and_d2h_overlap_with_the_bidirectional_slowdown(tmp_path, monkeypatch) -> None:

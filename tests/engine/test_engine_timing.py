@@ -122,8 +122,9 @@ def test_the_ideal_preset_has_none_of_these_figures() -> None:
 
 
 def test_a_copy_engine_rests_between_copies_and_keeps_its_order() -> None:
-    dev = replace(get_preset("h200"), issue_cost_us={}, host_call_gap_us=0.0,
-                  copy_launch_latency_us=0.0, copy_engine_gap_us=2.0)  # fmt: skip
+    dev = replace(get_preset("h200"), issue_cost_us={}, repeat_issue_cost_us={},
+                  host_call_gap_us=0.0, copy_launch_latency_us=0.0, copy_engine_gap_us=2.0,
+                  copy_order="measured")  # fmt: skip
     program = [copy("h2d", "s1"), copy("h2d", "s2"), copy("h2d", "s1")]
     tl = simulate(pipe(*program), dev)
     assert span(tl, 2) == (MS + 2 * US, 2 * MS + 2 * US)  # s1's second copy first, as measured

@@ -332,7 +332,9 @@ def test_equal_priority_requests_wait_behind_the_long_kernel() -> None:
 def test_launch_bound_pipeline_is_paced_by_the_host() -> None:
     p = _example("launch-bound")
     tl = _sim(p)
-    launch_ns = get_preset("h200").issue_cost_ns("kernel")
+    h200 = get_preset("h200")
+    # 400 identical launches: each after the first repeats the call before it.
+    launch_ns = round(h200.repeat_issue_cost_us.get("kernel", h200.issue_cost_us["kernel"]) * 1e3)
     kernels = sum(1 for op in p.program if op.op == "kernel")
     assert kernels == 400
     m = compute_metrics(tl)
@@ -355,7 +357,9 @@ def test_async_copies_overlap_kernels_and_each_other() -> None:
     assert fast.makespan_ns < 0.75 * slow.makespan_ns
     m = compute_metrics(fast)
     copies = m.engine_busy_ns["H2D"] + m.engine_busy_ns["D2H"]
-    assert m.compute_copy_overlap_ns >= 0.5 * m.engine_busy_ns["Compute"]
+    # How much depends on the host's call costs: measured 73% of the compute time on the H200
+    # host of 2026-11-21, 44% on the one of 2026-11-24 (whose calibration ships).
+    assert m.compute_copy_overlap_ns >= 0.4 * m.engine_busy_ns["Compute"]
     assert overlap_length(_engine_spans(fast, "H2D"), _engine_spans(fast, "D2H")) > 0.5 * copies / 2
 
 

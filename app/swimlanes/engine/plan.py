@@ -395,13 +395,14 @@ def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
             return ENQ, solo
         sync = not op.effective_async
         if name == "h2d" and memory == "pageable" and not sync:
-            stage = _ns((op.bytes or 0) / preset.h2d_pageable_gbps)
+            stage = _ns((op.bytes or 0) / preset.pageable_host_gbps("h2d", op.bytes or 0))
             out["value"] = dur if dur is not None else stage
             return ENQ_STAGE, solo
         chunk = preset.pageable_d2h_chunk_bytes
         if name == "d2h" and memory == "pageable" and chunk:
             # The call returns once the host has copied the last chunk out.
-            out["value"] = _ns(min(op.bytes or 0, chunk) / preset.d2h_pageable_gbps)
+            nbytes = op.bytes or 0
+            out["value"] = _ns(min(nbytes, chunk) / preset.pageable_host_gbps("d2h", nbytes))
         return (ENQ_WAIT if sync or memory == "pageable" else ENQ), solo
     if name == "memset":
         solo = dur if dur is not None else _preset_ns(preset.memset_ns, op.bytes or 0)

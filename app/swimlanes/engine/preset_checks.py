@@ -24,7 +24,16 @@ HARDWARE_QUEUE_MODELS: tuple[str, ...] = ("hyperq", "fermi")
 #: How a copy engine picks among ready copies (see engine.copies.choose_copy).
 COPY_ORDERS: tuple[str, ...] = ("measured", "fifo")
 #: Keys of ``bandwidth_table``: measured size -> bandwidth points per transfer kind.
-BANDWIDTH_KINDS: tuple[str, ...] = ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable")
+#: The ``_host`` kinds are the host's side of a pageable copy (staging in, copying out) per
+#: size: bytes over the whole call of a copy alone.
+BANDWIDTH_KINDS: tuple[str, ...] = (
+    "h2d_pinned",
+    "d2h_pinned",
+    "h2d_pageable",
+    "d2h_pageable",
+    "h2d_pageable_host",
+    "d2h_pageable_host",
+)
 #: Keys of ``sync_return_us``: the blocking calls whose return lags the work they wait for
 #: (``sync_copy``: a copy call that returns when the copy is done; ``device_sync`` also
 #: covers ``free``, which synchronises the device).

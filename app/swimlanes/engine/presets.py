@@ -197,7 +197,7 @@ class DevicePreset:
         chunk = self.pageable_chunk_bytes(kind) if host_memory == "pageable" else 0
         if chunk:
             # One chunk's DMA at the pinned rate; the rest follows the host's staging.
-            rest = max(0, nbytes - chunk) / getattr(self, f"{kind}_pageable_gbps")
+            rest = max(0, nbytes - chunk) / self.pageable_host_gbps(kind, nbytes)
             return self.copy_ns(kind, min(nbytes, chunk), "pinned") + round(rest)
         key = f"{kind}_{host_memory}"
         table = self.bandwidth_table.get(key)
@@ -205,6 +205,14 @@ class DevicePreset:
             return round(nbytes / _interpolate_gbps(table, nbytes))
         gbps = getattr(self, f"{key}_gbps")
         return round(self.copy_latency_us * 1000.0 + nbytes / gbps)
+
+    def pageable_host_gbps(self, kind: str, nbytes: int) -> float:
+        """The host's rate of staging in (``h2d``) or copying out (``d2h``) a pageable copy
+        of ``nbytes``: the measured ``<kind>_pageable_host`` points, else the pageable rate."""
+        table = self.bandwidth_table.get(f"{kind}_pageable_host")
+        if table:
+            return _interpolate_gbps(table, nbytes)
+        return float(getattr(self, f"{kind}_pageable_gbps"))
 
     def pageable_chunk_bytes(self, kind: str) -> int:
         """The staging chunk of a pageable ``h2d`` or ``d2h`` copy (0: not modelled)."""

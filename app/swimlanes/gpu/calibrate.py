@@ -23,6 +23,7 @@ those of the calls the executor really makes, and device spans come from the sam
 from __future__ import annotations
 
 import math
+import os
 import re
 from collections.abc import Callable
 from datetime import UTC, datetime
@@ -107,6 +108,11 @@ class _Calibration:
                     for n, r in zip(sizes, rows, strict=True)
                 ]
                 self.raw[f"copy_{kind}_{mem}"] = [_span(tl, r) for r in rows]
+                if mem == "pageable":  # the host's side: bytes over the whole call
+                    table[f"{kind}_pageable_host"] = [
+                        [float(n), round(n / max(1, int(tl.issue_end[r] - tl.issue_start[r])), 3)]
+                        for n, r in zip(sizes, rows, strict=True)
+                    ]
         return table
 
     def bidirectional(self, n: int) -> float:
@@ -151,8 +157,8 @@ class _Calibration:
     def hardware_queues(self) -> dict[str, Any]:
         """Which streams share a hardware queue: a copy and a kernel held back on stream q0
         (behind a long kernel) and, issued after them, a copy and a kernel on each of 15 more
-        streams. Those that waited for the long kernel share q0's queue (the first such stream
-        is the connection count); none waiting means each stream has its own."""
+        streams. Streams whose op waited for the long kernel share a queue with q0; none waiting
+        means each stream has its own, and copies that never wait get queues of their own."""
         n = QUEUE_PROBE_STREAMS
         streams = [{"name": f"q{i}", "kind": "non_blocking"} for i in range(n)]
         long_kernel = {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32, "block_us": 300}
@@ -174,9 +180,12 @@ class _Calibration:
             release = int(tl.end[first])
             waited[name] = [i for i in range(1, n) if int(tl.start[first + 1 + i]) >= release]
         self.raw["hardware_queues"] = {"streams_that_waited": waited}
-        shared = sorted(set(waited["copies"]) | set(waited["kernels"]))
+        # Which stream was the first to wait varied between runs on one H200 (6, 8, 9), so the
+        # probe only decides whether streams share queues at all; how many queues there are is
+        # CUDA's setting (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set).
+        shared = bool(waited["copies"] or waited["kernels"])
         return {
-            "connections": shared[0] if shared else 0,
+            "connections": _connections_setting() if shared else 0,
             "copy_queue_per_stream": bool(waited["kernels"]) and not waited["copies"],
         }
 
@@ -383,6 +392,19 @@ class _Calibration:
         }
 
 
+#: The bandwidth-table kinds that also set a preset's ``<kind>_gbps`` figure.
+_RATE_KINDS = ("h2d_pinned", "d2h_pinned", "h2d_pageable", "d2h_pageable")
+
+
+def _connections_setting() -> int:
+    """CUDA_DEVICE_MAX_CONNECTIONS as the driver reads it (8 when unset or not a number)."""
+    try:
+        value = int(os.environ.get("CUDA_DEVICE_MAX_CONNECTIONS", "8"))
+    except ValueError:
+        return 8
+    return min(32, max(1, value))
+
+
 def _pipeline(name: str, streams: list[dict], program: list[dict]) -> Any:
     doc = {"format": "swimlanes-pipeline", "version": 1, "name": name}
     return pipeline_from_dict({**doc, "streams": streams, "program": program})
@@ -487,7 +509,7 @@ def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str)
         pageable_h2d_chunk_bytes=PAGEABLE_H2D_CHUNK,
         pageable_d2h_chunk_bytes=PAGEABLE_D2H_CHUNK,
         issue_cost_us={**fields.get("issue_cost_us", {}), **measured["issue_cost_us"]},
-        **{f"{key}_gbps": _gbps_at(table[key], ref) for key in table},
+        **{f"{key}_gbps": _gbps_at(table[key], ref) for key in table if key in _RATE_KINDS},
     )
     return DevicePreset.from_dict(fields).to_dict()  # validates every figure
 

@@ -241,7 +241,12 @@ def _free_launch_saving(ctx: InsightContext) -> int | None:
     costs = getattr(ctx.preset, "issue_cost_us", None)
     if not dataclasses.is_dataclass(ctx.preset) or not isinstance(costs, dict):
         return None
-    free = dataclasses.replace(ctx.preset, issue_cost_us={**costs, "kernel": 0.0})
+    repeat = getattr(ctx.preset, "repeat_issue_cost_us", {})
+    free = dataclasses.replace(
+        ctx.preset,
+        issue_cost_us={**costs, "kernel": 0.0},
+        repeat_issue_cost_us={**repeat, "kernel": 0.0},
+    )
     return ctx.what_if_saving("free-launches", None, free)
 
 
