@@ -2,7 +2,7 @@
 held-out half.
 
 ``python benchmarks/fidelity/fit_band.py --data DIR [--data DIR2 ...] [--samples N]
-[--write PRESET.json]``
+[--write PRESET.json] [--shared]``
 
 For each fidelity folder (see report.py) every complete run is simulated as a band
 (engine.bands, the preset's run-to-run spread, no model error). On the training half (even
@@ -85,7 +85,15 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--target", type=float, default=0.92, help="training coverage to fit")
     ap.add_argument("--write", help="store the fitted term of the (first) data in this preset")
+    ap.add_argument(
+        "--shared",
+        action="store_true",
+        help="also fit one term on all the training halves together and score each held-out half "
+        "with it (the term calibrate writes into every preset: engine.bands.FITTED_MODEL_ERROR)",
+    )
     args = ap.parse_args()
+    if args.shared:
+        _shared(args)
     results = []
     for data_dir in args.data:
         preset, rows = bands_of(data_dir, args.samples, args.seed)
@@ -117,6 +125,18 @@ def main() -> int:
     if args.write:
         _write(Path(args.write), results[0])
     return 0
+
+
+def _shared(args: argparse.Namespace) -> None:
+    rows = {d: bands_of(d, args.samples, args.seed)[1] for d in args.data}
+    low, high = fit(np.concatenate([r["train"] for r in rows.values()]), args.target)
+    print(f"shared model error {low:+.4f} / {high:+.4f} (fitted on all training halves)")
+    for data_dir, r in rows.items():
+        coverage, width = score(r["held_out"], low, high)
+        print(
+            f"  {Path(data_dir).name}: held out ({len(r['held_out'])} runs): measured span "
+            f"inside the band in {coverage:.1f}%, median band width {width:.1f}% of the span"
+        )
 
 
 def _write(path: Path, result: dict) -> None:
