@@ -75,9 +75,10 @@ def test_band_brackets_its_median_and_the_plain_simulation() -> None:
 def test_band_widens_with_spread_and_vanishes_without() -> None:
     p = pipeline()
     zero = dict.fromkeys(("host_cost", "host_scale", "copy", "pageable_gbps", "kernel"), 0.0)
-    none = simulate_band(p, with_spread(**zero), samples=16)
-    plain = simulate(p, "h200")
-    assert none.makespan_low == none.makespan_high == plain.makespan_ns
+    with pytest.raises(BandRefused, match="models no run-to-run variation"):
+        simulate_band(p, with_spread(**zero), samples=16)
+    with pytest.raises(BandRefused, match="the ideal preset models no run-to-run variation"):
+        simulate_band(p, "ideal", samples=16)  # the textbook GPU's schedule is exact
     small = simulate_band(p, with_spread(copy=0.02, kernel=0.02, pageable_gbps=0.02), samples=64)
     large = simulate_band(p, with_spread(copy=0.2, kernel=0.2, pageable_gbps=0.2), samples=64)
     width = lambda b: b.makespan_high - b.makespan_low  # noqa: E731

@@ -61,7 +61,8 @@ _SM_KINDS = (K["kernel"], K["d2d"], K["memset"])
 
 
 class BandRefused(ValueError):
-    """The pipeline is too large for a band (the message says why)."""
+    """No band for this pipeline and preset: too many ops, or a preset that models no
+    variation (the message says why)."""
 
 
 @dataclass(frozen=True, eq=False)
@@ -133,6 +134,10 @@ def simulate_band(
     elif n_ops > MAX_BAND_OPS:
         auto_samples(n_ops)  # raises BandRefused with the reason
     spread = spread_of(preset)
+    if not any(spread.values()):
+        raise BandRefused(
+            f"the {preset.name} preset models no run-to-run variation: its schedule is exact"
+        )
     perturb = _Perturbation(pipeline, preset, spread, np.random.default_rng(seed))
     makespans = np.zeros(samples, dtype=np.int64)
     spans = np.zeros(samples, dtype=np.int64)

@@ -23,6 +23,7 @@ from swimlanes.engine.preset_checks import (  # noqa: F401 - re-exported
     HARDWARE_QUEUE_MODELS,
     MAX_CONNECTIONS,
     MAX_PRESET_FILE_BYTES,
+    SPREAD_KEYS,
     SYNC_RETURN_KINDS,
     check_preset,
     coerce_preset_value,
@@ -309,6 +310,7 @@ _BUILTIN: dict[str, DevicePreset] = {
         copy_order="fifo",
         sm_count=128,
         connections=0,
+        spread=dict.fromkeys(SPREAD_KEYS, 0.0),  # exact: no prediction band
         h2d_pinned_gbps=25.0,
         d2h_pinned_gbps=25.0,
         h2d_pageable_gbps=10.0,
