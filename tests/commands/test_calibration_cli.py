@@ -97,7 +97,7 @@ def test_compare_with_an_old_run_falls_back_to_the_shipped_preset_visibly(tmp_pa
     assert "warning:" in r.stderr and "shipped h200 preset" in r.stderr
     r = _swimlanes(tmp_path / "config", "compare", "two-streams", "--measured", shipped, "--json")
     data = json.loads(r.stdout)
-    assert data["preset"]["source"] == "shipped" and "2026-11-21" in data["preset_warning"]
+    assert data["preset"]["source"] == "shipped" and "2026-11-24" in data["preset_warning"]
     r = _swimlanes(
         tmp_path / "config", "compare", "two-streams", "--measured", shipped, "--device", "ideal"
     )

@@ -116,7 +116,7 @@ def test_another_hosts_preset_is_used_with_a_warning() -> None:
 def test_without_a_cached_preset_the_shipped_one_is_used_with_a_warning() -> None:
     choice, _ = choose_preset(_h200_run(HOST_A))
     assert choice.device == "h200" and choice.source == "shipped"
-    assert "2026-11-21" in choice.origin
+    assert "2026-11-24" in choice.origin
     assert "shipped h200" in choice.warning and "gpu-a" in choice.warning
     # An old run records no host: it still compares, and says so.
     choice, _ = choose_preset(_h200_run())
