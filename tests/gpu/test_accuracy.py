@@ -70,7 +70,7 @@ def test_calibration_timing_program_lets_the_fit_recover_every_timing_figure() -
 
 def test_the_shipped_h200_figures_are_its_calibration_never_fitted_to_the_examples() -> None:
     """The shipped preset is what `swimlanes calibrate` made of the shipped raw calibration,
-    measured in the same session as the example runs but not fitted to them: the examples are
+    measured in the same device run as the example runs but not fitted to them: the examples are
     a check it was not tuned on."""
     import json
 
