@@ -145,3 +145,29 @@ def test_garbled_host_records_are_treated_as_unknown() -> None:
     choice, _ = choose_preset(timeline)
     assert choice.source == "other-host" and "does not record" in choice.warning
     assert json.dumps(choice.to_json())  # plain JSON for --json
+
+
+def test_export_beside_a_measurement_simulates_on_the_measured_hosts_preset(tmp_path) -> None:
+    from swimlanes.cli import main
+    from swimlanes.resources import example_path
+    from swimlanes.timeline.io import save_run
+
+    run = _h200_run(HOST_A)
+    _, pipeline = load_run(measurements_dir() / "two-streams.h200.json")
+    run_file = tmp_path / "run.json"
+    save_run(run_file, run, pipeline)
+    slow_host = {**_preset(), "issue_cost_us": {**_preset()["issue_cost_us"], "h2d": 900.0}}
+    store(slow_host, HOST_A)  # this host's calibration: slow copy calls
+    out = tmp_path / "out.json"
+    argv = ["export", str(example_path("two-streams")), "--measured", str(run_file), "-o", str(out)]
+    assert main(argv) == 0
+
+    def first_h2d_call_us() -> float:
+        events = json.loads(out.read_text())["traceEvents"]
+        simulated = [e for e in events if e.get("pid") == 1 and e.get("cat") == "issue"]
+        return next(e["dur"] for e in simulated if e["args"]["op"] == "h2d")
+
+    # The simulated side is the one the host's own (slower) preset gives, as compare's.
+    assert first_h2d_call_us() == pytest.approx(900.0, abs=1)
+    assert main([*argv[:-2], "--device", "h200", "-o", str(out)]) == 0
+    assert first_h2d_call_us() < 50

@@ -61,18 +61,13 @@ def measured_timeline(args: argparse.Namespace, pipeline: Pipeline) -> tuple[Tim
     return measure(pipeline, args.repeat, 1, args.backend, calibrate=calibrate), "this GPU"
 
 
-def measured_preset(measured: Timeline) -> str | None:
-    """The preset modelling the GPU a measurement came from (``h200`` for an H200), if any."""
-    from swimlanes.engine import preset_names
-    from swimlanes.gpu.calibrate import preset_name
-
-    guess = preset_name(measured.device) if measured.device else None
-    return guess if guess in preset_names() else None
-
-
 def simulation_device(requested: str | None, measured: Timeline) -> str:
-    """The preset to simulate on beside ``measured``: the one asked for, the GPU's, or h200."""
-    return requested or measured_preset(measured) or "h200"
+    """The preset to simulate on beside ``measured``, as ``compare`` chooses it: the one asked
+    for, else the measured host's cached calibration, another host's of the same GPU, or the
+    shipped preset of that GPU (h200 when there is none)."""
+    from swimlanes.gpu.preset_choice import choose_preset
+
+    return choose_preset(measured, requested)[0].device
 
 
 def _us(v: float | None) -> str:
