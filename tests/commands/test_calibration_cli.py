@@ -90,7 +90,12 @@ def test_compare_warns_about_a_preset_of_another_host(tmp_path: Path) -> None:
 
 
 def test_compare_with_an_old_run_falls_back_to_the_shipped_preset_visibly(tmp_path) -> None:
-    shipped = str(measurements_dir() / "two-streams.h200.json")
+    # An old run: it records neither its host nor its calibration.
+    timeline, pipeline = load_run(measurements_dir() / "two-streams.h200.json")
+    timeline.meta.pop("host", None)
+    timeline.meta.pop("calibration", None)
+    shipped = str(tmp_path / "old.json")
+    save_run(shipped, timeline, pipeline)
     r = _swimlanes(tmp_path / "config", "compare", "two-streams", "--measured", shipped, gpu=False)
     assert r.returncode == 0, r.stderr
     assert "simulated on h200" in r.stdout
@@ -102,6 +107,15 @@ def test_compare_with_an_old_run_falls_back_to_the_shipped_preset_visibly(tmp_pa
         tmp_path / "config", "compare", "two-streams", "--measured", shipped, "--device", "ideal"
     )
     assert "simulated on ideal" in r.stdout and "warning" not in r.stderr
+
+
+def test_compare_with_a_shipped_run_uses_the_shipped_preset_of_its_host_quietly(tmp_path) -> None:
+    shipped = str(measurements_dir() / "two-streams.h200.json")
+    r = _swimlanes(tmp_path / "config", "compare", "two-streams", "--measured", shipped, "--json")
+    data = json.loads(r.stdout)
+    assert data["preset"]["source"] == "shipped" and data["preset_warning"] is None
+    assert data["preset"]["origin"].endswith("the measured host")
+    assert "warning" not in r.stderr
 
 
 def test_calibrate_writes_the_file_and_caches_it(tmp_path: Path) -> None:

@@ -81,7 +81,8 @@ def test_a_measurement_from_another_host_shows_the_preset_warning(qtbot, tmp_pat
     win = make_window(qtbot, tmp_path)
     win.open_example("two-streams")
     measured, pipeline = load_run(measurements_dir() / "two-streams.h200.json")
-    win.set_measured(measured, pipeline)  # the shipped run records no host
+    measured.meta["host"] = {**measured.meta["host"], "hostname": "another-host"}
+    win.set_measured(measured, pipeline)  # a host this machine has no calibration of
     assert win.sim_runner.device == "h200"
     qtbot.waitUntil(lambda: win.preset_warning.isVisibleTo(win), timeout=2000)
     assert win.preset_warning.text() == "Preset is not the measured host's"

@@ -21,6 +21,13 @@ SHIPPED_ORIGINS = {
     "h200": "calibrated 2026-11-24 on one H200 host (driver 580.159.04, CUDA 13.0, Intel Xeon)",
 }
 BUILT_IN_ORIGIN = "built-in figures, not calibrated on any host"
+#: The host each shipped preset was calibrated on (its example runs were measured there too):
+#: beside a measurement of that host the shipped preset is that host's calibration.
+SHIPPED_HOSTS = {
+    "h200": HostIdentity(
+        "NVIDIA H200", "580.159.04, CUDA 13.0", "Intel(R) Xeon(R) Processor", "vm"
+    ),
+}
 
 
 @dataclass(frozen=True)
@@ -93,6 +100,10 @@ def _fallback(gpu: str, host: HostIdentity | None, entries: list[CachedPreset]) 
         if host is not None
         else "the measurement does not record its host"
     )
+    shipped = preset_name(gpu) if gpu else ""
+    if host is not None and shipped in SHIPPED_HOSTS and host == SHIPPED_HOSTS[shipped]:
+        origin = SHIPPED_ORIGINS.get(shipped, BUILT_IN_ORIGIN)
+        return PresetChoice(shipped, "shipped", f"shipped preset, {origin}: the measured host")
     other = find_for_gpu(gpu, entries) if gpu else None
     if other is not None:
         warning = (
