@@ -29,7 +29,6 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from measurements import load_fidelity_data  # noqa: E402
 
 from swimlanes.engine.bands import simulate_band  # noqa: E402
-from swimlanes.engine.fidelity import device_span_ns  # noqa: E402
 from swimlanes.engine.presets import DevicePreset  # noqa: E402
 
 #: How the misses are split between the two ends, tried in turn (the narrowest band wins).
@@ -46,7 +45,7 @@ def bands_of(data_dir: str, samples: int, seed: int) -> tuple[DevicePreset, dict
         if run.timeline.meta.get("cupti_unmatched"):  # CUPTI missed ops: no device span
             continue
         band = simulate_band(run.pipeline, preset, samples=samples, seed=seed)
-        rows[run.split].append((device_span_ns(run.timeline), band.span_low, band.span_high))
+        rows[run.split].append((run.timeline.device_span_ns, band.span_low, band.span_high))
     arrays = {k: np.array(v, dtype=np.float64).reshape(-1, 3) for k, v in rows.items()}
     return data.preset, arrays
 

@@ -202,8 +202,7 @@ def _call_cost_ns(preset, program: list, r: int) -> int:
     (the same call on any stream), else its issue cost."""
     op = program[r]
     cost = preset.issue_cost_ns(op.op)
-    repeat = preset.repeat_issue_cost_us.get(op.op)
-    if repeat is None or r == 0:
+    if r == 0:
         return cost
     before = program[r - 1]
     same = before.op == op.op and all(
@@ -211,4 +210,4 @@ def _call_cost_ns(preset, program: list, r: int) -> int:
         for f in ("bytes", "host_memory", "is_async", "duration_us", "blocks", "threads",
                   "block_us", "flops", "extra")
     )  # fmt: skip
-    return round(repeat * 1000.0) if same else cost
+    return preset.repeat_issue_cost_ns(op.op) if same else cost

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 
-from swimlanes.gpu.executor import _device_span, median_repetition
-from swimlanes.timeline.timeline import NO_TIME
+from swimlanes.gpu.executor import median_repetition
+from swimlanes.timeline.timeline import NO_TIME, device_span_ns
 
 
-def test_the_median_repetition_is_the_one_with_the_median_device_span() -> None:
+def test_the_median_repetition_is_the_one_with_the_mediandevice_span_ns() -> None:
     assert median_repetition([300, 100, 200]) == 2
     assert median_repetition([5, 9, 1, 7, 3]) == 0
     assert median_repetition([40, 10]) == 1  # even count: the lower middle one
@@ -23,7 +23,7 @@ def test_a_repetition_schedule_is_kept_whole_not_mixed_per_op() -> None:
         (np.array([160, 0]), np.array([320, 160])),
         (np.array([0, 160]), np.array([160, 330])),
     ]
-    spans = [_device_span(s, e) for s, e in reps]
+    spans = [device_span_ns(s, e) for s, e in reps]
     assert spans == [320, 320, 330]
     start, end = reps[median_repetition(spans)]
     assert sorted(zip(start.tolist(), end.tolist(), strict=True)) == [(0, 160), (160, 320)]
@@ -32,5 +32,5 @@ def test_a_repetition_schedule_is_kept_whole_not_mixed_per_op() -> None:
 def test_device_span_ignores_ops_without_device_times() -> None:
     start = np.array([NO_TIME, 50, 10])
     end = np.array([NO_TIME, 90, 40])
-    assert _device_span(start, end) == 80
-    assert _device_span(np.array([NO_TIME]), np.array([NO_TIME])) == 0
+    assert device_span_ns(start, end) == 80
+    assert device_span_ns(np.array([NO_TIME]), np.array([NO_TIME])) == 0

@@ -6,9 +6,10 @@ JSON shape as ``simulate`` (per-op spread included), plus the measurement back e
 repetition count. ``-o`` saves the run (timeline and pipeline) for ``compare --measured`` and
 the GUI. On a host with no cached calibration a quick one runs first and is cached (see
 swimlanes.gpu.auto_calibrate; ``--no-calibrate`` skips it). Several files run in one process
-(the GPU context and compiled kernels are made once), ``--out-dir`` saves each as ``DIR/<name>.run.json``, ``--json`` then prints one JSON
-object per line with its ``file``; a pipeline that fails is reported and the others still run
-(exit 1 if any failed). Without a GPU it says so and exits 2.
+(the GPU context and compiled kernels are made once): ``--out-dir`` saves each as
+``DIR/<name>.run.json``, ``--json`` then prints one JSON object per line with its ``file``, and
+a pipeline that fails is reported while the others still run (exit 1 if any failed). Without a
+GPU it says so and exits 2.
 """
 
 from __future__ import annotations

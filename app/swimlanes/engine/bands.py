@@ -33,7 +33,7 @@ from swimlanes.engine.preset_checks import DEFAULT_SPREAD
 from swimlanes.engine.presets import DevicePreset, get_preset
 from swimlanes.engine.simulator import SimulationCancelled, simulate
 from swimlanes.model.document import Pipeline
-from swimlanes.timeline.timeline import NO_TIME, Timeline
+from swimlanes.timeline.timeline import NO_TIME
 
 #: The model's own error, fitted by ``benchmarks/fidelity/fit_band.py --shared`` on the
 #: training halves (200 random pipelines each) of the fidelity benchmark measured on
@@ -147,7 +147,7 @@ def simulate_band(
             raise SimulationCancelled("prediction band cancelled")
         perturb.draw()
         tl = simulate(pipeline, preset, cancel=cancel, adjust_plan=perturb.apply)
-        makespans[k], spans[k] = tl.makespan_ns, _device_span(tl)
+        makespans[k], spans[k] = tl.makespan_ns, tl.device_span_ns
         ends[k] = tl.end
         if progress is not None:
             progress((k + 1) / samples)
@@ -187,11 +187,6 @@ def _band(
         level_pct=90 if fitted else 80,
         model_error=fitted,
     )
-
-
-def _device_span(tl: Timeline) -> int:
-    on = tl.on_device
-    return int(tl.end[on].max() - tl.start[on].min()) if on.any() else 0
 
 
 class _Perturbation:

@@ -11,8 +11,8 @@ GPU's). For each measured run the pipeline is simulated on a preset and compared
   fell inside its p10..p90.
 
 :func:`summarize` gives the set's median, p90 and worst |error|, the per-op error quantiles and
-the runs that miss by more than a threshold. Used by ``swimlanes accuracy`` and the fidelity
-benchmark (benchmarks/fidelity/).
+the runs that miss by more than a threshold. Used by the fidelity benchmark
+(benchmarks/fidelity/).
 """
 
 from __future__ import annotations
@@ -31,14 +31,6 @@ from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 #: A run whose device span the model misses by more than this is listed as a miss.
 DEFAULT_MISS = 0.05
-
-
-def device_span_ns(timeline: Timeline) -> int:
-    """First device start to last device end (0 when no op ran on the device)."""
-    on = timeline.on_device
-    if not on.any():
-        return 0
-    return int(timeline.end[on].max()) - int(timeline.start[on].min())
 
 
 @dataclass(frozen=True)
@@ -102,7 +94,7 @@ def run_accuracy(
 ) -> RunAccuracy:
     """Simulate ``pipeline`` on ``preset`` (unless ``simulated`` is given) and compare it with
     ``measured``. ValueError when the measurement has no device span."""
-    meas_span = device_span_ns(measured)
+    meas_span = measured.device_span_ns
     if meas_span <= 0:
         raise ValueError(f"{name}: the measured run has no device span")
     sim = simulated if simulated is not None else simulate(pipeline, preset)
@@ -118,7 +110,7 @@ def run_accuracy(
         worst = (int(cmp.index[row]), cmp.labels[row], int(end_diff[k]))
     return RunAccuracy(
         name=name,
-        sim_span_ns=device_span_ns(sim),
+        sim_span_ns=sim.device_span_ns,
         meas_span_ns=meas_span,
         start_errors=start_err.astype(np.float64),
         end_errors=(np.abs(end_diff) / meas_span).astype(np.float64),

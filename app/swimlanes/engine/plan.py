@@ -213,13 +213,8 @@ def _repeat_costs(
     call = call_of_shape[shape_of_op]
     repeat = np.zeros(len(call), dtype=bool)
     repeat[1:] = call[1:] == call[:-1]
-    names = [key[0] for key in shape_ids]
     warm = np.array(
-        [
-            gap + round(preset.repeat_issue_cost_us.get(name, cost_us) * 1000.0)
-            for name, cost_us in ((n, preset.issue_cost_us.get(n, 0.0)) for n in names)
-        ],
-        dtype=np.int64,
+        [gap + preset.repeat_issue_cost_ns(key[0]) for key in shape_ids], dtype=np.int64
     )
     cold = np.array([row[4] for row, _ in shapes], dtype=np.int64)
     per_op = np.where(repeat, warm[shape_of_op], cold[shape_of_op])

@@ -92,13 +92,13 @@ class DevicePreset:
     copy_latency_us: float = 2.0
     #: Pageable copies go through the driver's pinned staging buffers in chunks (0: not
     #: modelled, the DMA runs at the pageable rate from the call on). H2D: the host copies
-    #: each chunk in at ``h2d_pageable_gbps`` and a chunk's DMA (at the pinned rate) may start
-    #: once it is staged: the DMA starts after the first chunk, and beyond one chunk it moves
-    #: at the staging rate.
+    #: each chunk in at its staging rate (:meth:`pageable_host_gbps`) and a chunk's DMA (at the
+    #: pinned rate) may start once it is staged: the DMA starts after the first chunk, and
+    #: beyond one chunk it moves at the staging rate.
     pageable_h2d_chunk_bytes: int = 0
-    #: D2H to pageable memory: the DMA fills chunks of this size that the host copies out at
-    #: ``d2h_pageable_gbps``; beyond one chunk the DMA moves at that rate, and the call returns
-    #: once the last chunk is copied out (0: not modelled).
+    #: D2H to pageable memory: the DMA fills chunks of this size that the host copies out (at
+    #: :meth:`pageable_host_gbps`); beyond one chunk the DMA moves at that rate, and the call
+    #: returns once the last chunk is copied out (0: not modelled).
     pageable_d2h_chunk_bytes: int = 0
     #: Measured points ``[[bytes, GB/s], ...]`` per kind of BANDWIDTH_KINDS; they replace the
     #: latency + bytes/bandwidth model for that kind (log-size interpolation between points).
@@ -160,9 +160,9 @@ class DevicePreset:
     issue_cost_us: dict[str, float] = field(default_factory=lambda: dict(_NUMBA_COSTS))
     #: Host time of a call that repeats the call just before it (the same call on any stream),
     #: per op kind: its code and data are warm in the CPU's caches, so it costs less than
-    #: ``issue_cost_us``, which is measured in a varied program (on an H200 host a Numba
-    #: kernel launch cost 17 us in a loop of launches, 47 us among other calls). Kinds not
-    #: listed cost ``issue_cost_us``.
+    #: ``issue_cost_us``, which is measured in a varied program (on the shipped h200 preset's
+    #: host a Numba kernel launch cost 23.9 us in a loop of launches, 46.0 us among other
+    #: calls). Kinds not listed cost ``issue_cost_us``.
     repeat_issue_cost_us: dict[str, float] = field(default_factory=dict)
     #: Host time between one call returning and the next call starting (the issuing
     #: program's own work per op: its loop, argument set-up).
@@ -183,6 +183,11 @@ class DevicePreset:
 
     def issue_cost_ns(self, kind: str) -> int:
         return round(self.issue_cost_us.get(kind, 0.0) * 1000.0)
+
+    def repeat_issue_cost_ns(self, kind: str) -> int:
+        """Host time of a call that repeats the call before it (its issue cost if unlisted)."""
+        repeat = self.repeat_issue_cost_us.get(kind)
+        return self.issue_cost_ns(kind) if repeat is None else round(repeat * 1000.0)
 
     def sync_return_ns(self, kind: str) -> int:
         return round(self.sync_return_us.get(kind, 0.0) * 1000.0)

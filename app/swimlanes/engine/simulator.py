@@ -7,13 +7,14 @@ Semantics (each has tests in tests/engine):
    returns (kernels start no earlier than ``kernel_launch_latency_us`` after that, H2D and D2H
    copies ``copy_launch_latency_us``). Blocking calls stall the host, following CUDA's
    "API synchronization behavior": a synchronous pinned copy returns when done; a pageable H2D
-   (async) returns once the data is staged at the pageable rate, and its DMA, running at the same
-   rate, is pipelined with the staging (so it may start before the call returns); a synchronous
-   pageable H2D first waits for earlier work (its stream sync), then stages while the DMA runs,
-   so it returns as the copy ends; any D2H to pageable memory returns when the copy is done; a
-   synchronous D2D returns at once. ``stream_sync``, ``event_sync``, ``device_sync`` and ``free`` (cudaFree
-   synchronises the device) wait; ``host`` keeps the host busy. Synchronous copies with no stream
-   go to the legacy default stream. A blocking call returns the preset's ``sync_return_us`` (per
+   (async) returns once the data is staged at the host's staging rate, and its DMA is pipelined
+   with the staging (with ``pageable_h2d_chunk_bytes`` it starts once the first chunk is
+   staged); a synchronous pageable H2D first waits for earlier work (its stream sync), then
+   stages while the DMA runs, so it returns as the copy ends; any D2H to pageable memory
+   returns when the copy is done (with ``pageable_d2h_chunk_bytes``, once its last chunk is
+   copied out); a synchronous D2D returns at once. ``stream_sync``, ``event_sync``,
+   ``device_sync`` and ``free`` (cudaFree synchronises the device) wait; ``host`` keeps the
+   host busy. Synchronous copies with no stream go to the legacy default stream. A blocking call returns the preset's ``sync_return_us`` (per
    kind of call) after the work it waited for is done, or when its own call ends if later.
 2. **Streams are in order.** ``event_wait`` makes later work in its stream wait for the most
    recent ``event_record`` of that event issued before the wait (never recorded: no-op); an

@@ -210,8 +210,8 @@ class _Calibration:
         for backend in ("none", "auto"):
             tl = self.measure("issue costs", streams, program, backend)
             cost = (tl.issue_end - tl.issue_start) / 1000.0
-            # A loop's first call is not a repeat: the rows after it are.
-            repeat = {k: round(float(np.median(cost[a:b])), 3) for k, a, b in loops}
+            if backend == "auto":  # a loop's first call is not a repeat: the rows after it are
+                repeat = {k: round(float(np.median(cost[a:b])), 3) for k, a, b in loops}
             costs[backend] = {"host": 0.0}
             for kind in (*ISSUE_LOOPS, "malloc", "free"):
                 blocking = kind in BLOCKING_CALLS

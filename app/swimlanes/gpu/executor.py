@@ -8,8 +8,8 @@ the device idle between them. Each timed repetition records the host issue span 
 (``perf_counter_ns`` before and after) and, through the measurement back end, every op's device
 span. The times are those of the repetition whose device span (first device start to last
 device end) is the median, relative to its first call, so that they form a schedule the GPU
-really ran; the spread columns hold p90 - p10 over all repetitions. Whatever happens (error, cancel), every allocation, stream and
-event is released before this returns.
+really ran; the spread columns hold p90 - p10 over all repetitions. Whatever happens (error,
+cancel), every allocation, stream and event is released before this returns.
 
 Named events: each ``event_record`` op records its own CUDA event, and a wait or sync uses the
 event of the latest record of that name issued before it (or one never recorded), which is what
@@ -42,7 +42,7 @@ from swimlanes.gpu.plan import KernelPlan, OpPlan, ResourcePlan, check_memory, m
 from swimlanes.gpu.probes import NvtxRanges, Probe, make_probe
 from swimlanes.model.document import Pipeline, Stream
 from swimlanes.model.validate import validate
-from swimlanes.timeline.timeline import NO_TIME, Timeline, TimelineBuilder
+from swimlanes.timeline.timeline import NO_TIME, Timeline, TimelineBuilder, device_span_ns
 
 #: How long every SM spins before the first repetition, so the GPU leaves its idle clocks.
 RAMP_UP_NS = 200_000_000
@@ -360,7 +360,7 @@ def _timeline(
     # per-op medians taken column by column can mix repetitions in which a copy engine took
     # ready copies in different orders into a schedule no repetition had (two copies of one
     # direction overlapping, say). The spread columns still describe every repetition.
-    spans = [_device_span(r["start"], r["end"]) for r in reps]
+    spans = [device_span_ns(r["start"], r["end"]) for r in reps]
     med = reps[median_repetition(spans)]
     spread = {k: _spread(stacked[k]) for k in ("start", "end")}
     names = [s.name for s in plan.streams]
@@ -432,12 +432,6 @@ def median_repetition(spans: list[int]) -> int:
     """The position of the repetition whose device span is the median (the lower of the two
     middle ones for an even count; the earliest of equal spans)."""
     return sorted(range(len(spans)), key=spans.__getitem__)[(len(spans) - 1) // 2]
-
-
-def _device_span(start: np.ndarray, end: np.ndarray) -> int:
-    """First device start to last device end of one repetition (0: nothing on the device)."""
-    on = (start != NO_TIME) & (end != NO_TIME)
-    return int(end[on].max() - start[on].min()) if on.any() else 0
 
 
 def _spread(v: np.ndarray) -> np.ndarray:

@@ -30,6 +30,13 @@ _INT_COLUMNS = ("index", "issue_start", "issue_end", "start", "end", "solo_ns", 
 _SMALL_COLUMNS = {"kind": np.int8, "stream": np.int16, "engine": np.int16}
 
 
+def device_span_ns(start: np.ndarray, end: np.ndarray) -> int:
+    """First device start to last device end of ``start``/``end`` columns (NO_TIME: no span);
+    0 when no op has a device span."""
+    on = (start != NO_TIME) & (end != NO_TIME)
+    return int(end[on].max() - start[on].min()) if on.any() else 0
+
+
 def _empty(dtype: Any = np.int64) -> np.ndarray:
     return np.zeros(0, dtype=dtype)
 
@@ -100,6 +107,11 @@ class Timeline:
     def on_device(self) -> np.ndarray:
         """Mask of rows with a device span."""
         return (self.start != NO_TIME) & (self.end != NO_TIME)
+
+    @property
+    def device_span_ns(self) -> int:
+        """From the first op's start on the device to the last op's end (0: none ran there)."""
+        return device_span_ns(self.start, self.end)
 
     def row_of_index(self, program_index: int) -> int | None:
         hits = np.flatnonzero(self.index == program_index)
