@@ -119,6 +119,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
     p.add_argument("--raw", metavar="RAW.json", help="also save the raw measurements")
     p.add_argument(
+        "--time-limit",
+        type=float,
+        metavar="SECONDS",
+        help="skip the optional probes once this many seconds have passed (built-in figures "
+        "stand in; default 20 with --quick, no limit otherwise)",
+    )
+    p.add_argument(
         "--no-cache", action="store_true", help="do not store the preset in this host's cache"
     )
 

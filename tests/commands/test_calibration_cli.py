@@ -152,3 +152,25 @@ def test_devices_lists_cached_presets_and_skips_a_corrupt_one(tmp_path: Path) ->
     assert r.returncode == 0
     assert "Calibrated on hosts" in r.stdout and row["path"] in r.stdout
     assert "(this host)" in r.stdout and "broken.calibration.json" in r.stderr
+
+
+def test_a_time_limit_skips_the_optional_probes_and_says_so(tmp_path: Path) -> None:
+    config, out, raw = tmp_path / "config", tmp_path / "p.json", tmp_path / "raw.json"
+    r = _swimlanes(
+        config, "calibrate", "--quick", "--time-limit", "0", "-o", str(out), "--raw", str(raw)
+    )
+    assert r.returncode == 0, r.stderr
+    skipped = json.loads(raw.read_text())["skipped"]
+    assert {"spread", "copy order", "hardware queues", "timing"} <= set(skipped)
+    assert "not measured      spread" in r.stdout and "built-in figures kept" in r.stdout
+    preset = json.loads(out.read_text())
+    assert "not measured within its 0 s limit" in preset["description"]
+    # What was measured is still this GPU's; the preset loads and simulates.
+    sim = _swimlanes(config, "simulate", "two-streams", "--device", str(out), gpu=False)
+    assert sim.returncode == 0, sim.stderr
+
+
+def test_a_negative_time_limit_is_refused_clearly(tmp_path: Path) -> None:
+    r = _swimlanes(tmp_path / "config", "calibrate", "--time-limit", "-1")
+    assert r.returncode == 2 and "--time-limit must be 0 or more" in r.stderr
+    assert "Traceback" not in r.stderr

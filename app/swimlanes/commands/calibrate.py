@@ -1,5 +1,5 @@
-"""``swimlanes calibrate [-o PRESET.json] [--quick] [--raw RAW.json] [--no-cache]``: fit a
-device preset.
+"""``swimlanes calibrate [-o PRESET.json] [--quick] [--raw RAW.json] [--time-limit S]
+[--no-cache]``: fit a device preset.
 
 Measures this machine's GPU (see swimlanes.gpu.calibrate) and writes a preset file that
 ``--device FILE`` accepts, then prints a summary. Without ``-o`` the preset goes to
@@ -22,6 +22,9 @@ if TYPE_CHECKING:
 def run(args: argparse.Namespace) -> int:
     from swimlanes.gpu import NO_GPU_MESSAGE, ExecutionCancelled, GpuError, cuda_available
 
+    limit = getattr(args, "time_limit", None)
+    if limit is not None and not limit >= 0:  # also refuses nan
+        raise CommandError(f"--time-limit must be 0 or more seconds, not {limit}")
     if not cuda_available():
         raise CommandError(NO_GPU_MESSAGE)
     from swimlanes.gpu.backend import make_backend
@@ -36,7 +39,12 @@ def run(args: argparse.Namespace) -> int:
     try:
         backend = make_backend()
         host = this_host(backend)
-        preset, raw = calibrate(quick=args.quick, progress=progress, cuda_backend=backend)
+        preset, raw = calibrate(
+            quick=args.quick,
+            progress=progress,
+            cuda_backend=backend,
+            time_limit_s=limit,
+        )
     except GpuError as err:
         raise CommandError(str(err)) from None
     except ExecutionCancelled:

@@ -25,6 +25,7 @@ from __future__ import annotations
 import math
 import os
 import re
+import time
 from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
@@ -57,6 +58,9 @@ PAGEABLE_H2D_CHUNK, PAGEABLE_D2H_CHUNK = MB, 2 * MB
 QUEUE_PROBE_STREAMS = 16
 #: Pipelines calibrate() runs (for its progress fraction).
 MEASUREMENTS = 16
+#: A quick calibration (the one a GPU run makes first on a new host) stops measuring its
+#: optional probes once this many seconds have passed, so a first run never waits longer.
+QUICK_TIME_LIMIT_S = 20.0
 
 
 class _Calibration:
@@ -68,6 +72,16 @@ class _Calibration:
         self.cancel = cancel
         self.steps_done = 0
         self.raw: dict[str, Any] = {}
+        self.started = time.monotonic()
+        self.time_limit_s: float | None = None
+        self.skipped: list[str] = []
+
+    def over_time(self, probe: str) -> bool:
+        """True (and ``probe`` noted as skipped) once the time limit has passed."""
+        if self.time_limit_s is None or time.monotonic() - self.started < self.time_limit_s:
+            return False
+        self.skipped.append(probe)
+        return True
 
     def measure(
         self,
@@ -444,43 +458,77 @@ def calibrate(
     progress: Callable[[float], None] | None = None,
     cancel: Callable[[], bool] | None = None,
     cuda_backend: CudaBackend | None = None,
+    time_limit_s: float | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
-    """Measure the GPU; returns (preset JSON dict, raw measurements dict)."""
+    """Measure the GPU; returns (preset JSON dict, raw measurements dict).
+
+    ``time_limit_s`` (default: :data:`QUICK_TIME_LIMIT_S` when ``quick``, none otherwise) skips
+    the optional probes once passed; ``raw["skipped"]`` names them and the preset's
+    description says so.
+    """
     be = cuda_backend if cuda_backend is not None else make_backend()
     info = be.device_info()
     c = _Calibration(be, quick, progress, cancel)
+    c.time_limit_s = time_limit_s if time_limit_s is not None or not quick else QUICK_TIME_LIMIT_S
     ref = REFERENCE_SIZE if not quick else 64 * MB
+    # What every preset needs comes first; the optional probes follow, most useful first, and
+    # are skipped (their figures kept from the built-in preset) once the time limit is past.
     measured: dict[str, Any] = {"bandwidth_table": c.copy_sweep()}
-    measured.update(c.bidirectional(ref))
-    measured["copy_order"] = c.copy_order(64 * MB)
-    measured.update(c.hardware_queues())
     measured.update(c.issue_costs())
     measured.update(c.launch_latency())
     measured["sync_return_us"] = c.sync_return()
-    measured.update(c.host_func_latency())
-    from swimlanes.engine.bands import FITTED_MODEL_ERROR
-    from swimlanes.gpu.calibrate_spread import measure_spread  # run-to-run spread: bands
-
-    # The host's run-to-run spread, and the model's own error (fitted on the benchmark).
-    measured["spread"] = {**measure_spread(be, quick=quick, cancel=cancel), **FITTED_MODEL_ERROR}
-    residency = c.residency(info.sm_count, info.max_threads_per_sm, info.max_blocks_per_sm)
     measured["memory_gbps"], measured["peak_tflops"] = c.memory_and_flops(info.sm_count)
-    measured.update(c.grid_rates(info.sm_count))
     measured["priority_least"], measured["priority_greatest"] = _priority_range(be)
+    measured.update(_optional_probes(c, be, info, ref))
     when = datetime.now(UTC).strftime("%Y-%m-%d")
     # The timing fit takes the copy rates and issue costs just measured as known.
-    measured.update(c.timing(_fit_preset(info, measured, ref, when)))
+    if not c.over_time("timing"):
+        measured.update(c.timing(_fit_preset(info, measured, ref, when)))
     preset = _fit_preset(info, measured, ref, when)
+    if c.skipped:
+        preset["description"] += (
+            f" Quick calibration: {', '.join(c.skipped)} not measured within its "
+            f"{c.time_limit_s:g} s limit (built-in figures kept)."
+        )
     c.raw.update(
         device=info.name,
         date=when,
         quick=quick,
         sm_count=info.sm_count,
-        residency_matches_model=residency["all_match"],
+        seconds=round(time.monotonic() - c.started, 1),
+        skipped=c.skipped,
     )
     if progress is not None:
         progress(1.0)
     return preset, c.raw
+
+
+def _optional_probes(
+    c: _Calibration, be: CudaBackend, info: DeviceInfo, ref: int
+) -> dict[str, Any]:
+    """The probes a preset can do without (the built-in figures stand in), most useful first."""
+    from swimlanes.engine.bands import FITTED_MODEL_ERROR
+    from swimlanes.gpu.calibrate_spread import measure_spread  # run-to-run spread: bands
+
+    out: dict[str, Any] = {}
+    if not c.over_time("spread"):
+        # The host's run-to-run spread, and the model's own error (fitted on the benchmark).
+        spread = measure_spread(be, quick=c.quick, cancel=c.cancel)
+        out["spread"] = {**spread, **FITTED_MODEL_ERROR}
+    if not c.over_time("bidirectional copies"):
+        out.update(c.bidirectional(ref))
+    if not c.over_time("copy order"):
+        out["copy_order"] = c.copy_order(64 * MB)
+    if not c.over_time("grid rates"):
+        out.update(c.grid_rates(info.sm_count))
+    if not c.over_time("host function latency"):
+        out.update(c.host_func_latency())
+    if not c.over_time("hardware queues"):
+        out.update(c.hardware_queues())
+    if not c.over_time("residency"):
+        residency = c.residency(info.sm_count, info.max_threads_per_sm, info.max_blocks_per_sm)
+        c.raw["residency_matches_model"] = residency["all_match"]
+    return out
 
 
 def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str) -> dict:

@@ -31,8 +31,24 @@ def summary_lines(preset: dict[str, Any], raw: dict[str, Any]) -> list[str]:
         f"event record      {costs['event_record']:.1f} us host; copy call {costs['h2d']:.1f} us",
         f"device memory     {preset['memory_gbps']:.0f} GB/s (d2d), memset {mem.get('memset_gbps')} GB/s",
         f"FMA kernel        {preset['peak_tflops']:.1f} TFLOP/s",
-        f"residency         {'matches' if raw.get('residency_matches_model') else 'DIFFERS from'} "
-        "the block-limit model",
+        _residency_line(raw),
+        *_skipped_lines(raw),
+    ]
+
+
+def _residency_line(raw: dict[str, Any]) -> str:
+    matches = raw.get("residency_matches_model")
+    if matches is None:
+        return "residency         not measured"
+    return f"residency         {'matches' if matches else 'DIFFERS from'} the block-limit model"
+
+
+def _skipped_lines(raw: dict[str, Any]) -> list[str]:
+    if not raw.get("skipped"):
+        return []
+    return [
+        f"not measured      {', '.join(raw['skipped'])} (past the quick calibration's time "
+        f"limit after {raw.get('seconds', 0):g} s; built-in figures kept)"
     ]
 
 
