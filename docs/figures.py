@@ -36,9 +36,9 @@ def _us(ns: float) -> str:
 
 
 def examples() -> None:
+    from swimlanes.analysis.insights import explain
     from swimlanes.commands.simulate import simulate_file
     from swimlanes.resources import example_names, example_path
-    from swimlanes.timeline.insights import explain
     from swimlanes.timeline.metrics import compute_metrics
 
     print("== examples on their presets: makespan, serial, speedup, busy %, insights")
@@ -61,9 +61,9 @@ def variants() -> None:
     for spec in script.LESSONS:
         _, device, tl = script.lesson_timeline(spec)
         print(f"{spec.name:40s} {device:6s} {_ms(tl.makespan_ns)}")
+    from swimlanes.analysis.insights import reorder_issue
     from swimlanes.model.io import load_pipeline
     from swimlanes.resources import example_path
-    from swimlanes.timeline.insights import reorder_issue
 
     pipeline = load_pipeline(example_path("breadth-vs-depth"))
     depth = pipeline.copy()

@@ -77,7 +77,7 @@ def _urgent_priority_zero(pipeline) -> None:  # noqa: ANN001
 
 
 def _depth_first(pipeline) -> None:  # noqa: ANN001
-    from swimlanes.timeline.insights import reorder_issue
+    from swimlanes.analysis.insights import reorder_issue
 
     reorder_issue(pipeline, "depth")
 

@@ -192,7 +192,7 @@ def test_tutorial_quotes_the_makespan_of_each_variant_it_draws() -> None:
 
 
 def test_comparing_documents_every_insight_rule() -> None:
-    from swimlanes.timeline.insights import RULES
+    from swimlanes.analysis.insights import RULES
 
     text = (DOCS / "comparing.md").read_text(encoding="utf-8")
     missing = [rule.__name__ for rule in RULES if f"| `{rule.__name__}` |" not in text]

@@ -6,8 +6,8 @@ import json
 
 import pytest
 
+from swimlanes.analysis.insights import RULES, Insight, explain
 from swimlanes.model.document import Op, Pipeline, Stream
-from swimlanes.timeline.insights import RULES, Insight, explain
 from swimlanes.timeline.timeline import NO_TIME, Timeline, TimelineBuilder
 
 US = 1000
@@ -463,7 +463,7 @@ def test_fermi_issue_order_names_the_better_order():
 
 
 def test_reorder_issue_keeps_host_calls_and_event_runs_in_place():
-    from swimlanes.timeline.insights import reorder_issue
+    from swimlanes.analysis.insights import reorder_issue
 
     prog = [
         Op("h2d", "s1", "H1", bytes=1),
@@ -536,7 +536,7 @@ def test_idle_engine_gap_blames_host_work_on_the_issuing_thread():
 
 
 def test_an_insight_reports_no_saving_when_the_fix_would_not_shorten_the_run() -> None:
-    from swimlanes.timeline.insight_context import Insight
+    from swimlanes.analysis.insight_context import Insight
 
     kwargs = {"rule": "r", "severity": "info", "title": "t", "message": "m", "advice": "a"}
     assert Insight(**kwargs, estimated_saving_ns=0).estimated_saving_ns is None

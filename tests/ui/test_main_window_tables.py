@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt
 
+from swimlanes.analysis.insight_context import Insight
 from swimlanes.timeline.compare import compare_timelines
-from swimlanes.timeline.insight_context import Insight
 from swimlanes.timeline.timeline import Timeline, TimelineBuilder
 from swimlanes.ui.comparison_table import COLUMNS, ComparisonTable
 from swimlanes.ui.insights_panel import InsightsPanel

@@ -3,7 +3,8 @@ rule reads (the pipeline, its timeline aligned to the run start, the device pres
 shared by the rules: metrics, each op's dependency-ready time, what-if simulations).
 
 The rules are in ``insight_rules.py`` and ``insight_schedule.py``;
-:func:`swimlanes.timeline.insights.explain` runs them.
+:func:`swimlanes.analysis.insights.explain` runs them; the what-if simulations go through
+:mod:`swimlanes.analysis.what_if`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from swimlanes.analysis.what_if import what_if_makespan
+from swimlanes.engine import DevicePreset
 from swimlanes.model.document import (
     Op,
     Pipeline,
@@ -28,8 +31,6 @@ SEVERITIES: tuple[str, ...] = ("problem", "warning", "info")
 SEMANTIC_DEPS: tuple[str, ...] = ("stream", "event", "default_stream", "host")
 #: Below this an effect is timer-noise sized and never reported.
 MIN_ABS_NS = 5_000
-#: Above this many ops, what-if estimates (one simulation each) are skipped to stay interactive.
-WHAT_IF_MAX_OPS = 20_000
 BLOCKING_STREAM_KINDS = ("blocking", "per_thread_default")
 HOST_SYNC_OPS = ("stream_sync", "event_sync")
 
@@ -80,7 +81,7 @@ class InsightContext:
 
     pipeline: Pipeline
     timeline: Timeline
-    preset: Any = None
+    preset: DevicePreset | None = None
     measured: Timeline | None = None
     #: True when ``timeline`` was simulated with ``preset``: it is the what-if baseline.
     timeline_is_model: bool = False
@@ -222,7 +223,10 @@ class InsightContext:
 
     # what-if simulation ---------------------------------------------------------------------------
     def what_if_saving(
-        self, key: str, change: Callable[[Pipeline], None] | None = None, preset: Any = None
+        self,
+        key: str,
+        change: Callable[[Pipeline], None] | None = None,
+        preset: DevicePreset | None = None,
     ) -> int | None:
         """Makespan the model saves if ``change`` is applied to a copy of the pipeline (or the
         preset is replaced); None when no preset is known, the pipeline is too large to
@@ -237,26 +241,14 @@ class InsightContext:
         return base - alt
 
     def _simulated_makespan(
-        self, key: str, change: Callable[[Pipeline], None] | None, preset: Any
+        self, key: str, change: Callable[[Pipeline], None] | None, preset: DevicePreset | None
     ) -> int | None:
         if key not in self._what_if_cache:
-            self._what_if_cache[key] = self._simulate(change, preset or self.preset)
+            device = preset or self.preset
+            self._what_if_cache[key] = (
+                None if device is None else what_if_makespan(self.pipeline, device, change)
+            )
         return self._what_if_cache[key]
-
-    def _simulate(self, change: Callable[[Pipeline], None] | None, device: Any) -> int | None:
-        if device is None or len(self.pipeline.program) > WHAT_IF_MAX_OPS:
-            return None
-        try:
-            from swimlanes.engine import simulate
-        except ImportError:
-            return None
-        pipeline = self.pipeline.copy()
-        if change is not None:
-            change(pipeline)
-        try:
-            return int(simulate(pipeline, device).makespan_ns)
-        except (ValueError, RuntimeError):  # the engine cannot run the variant: no estimate
-            return None
 
 
 def grade(ctx: InsightContext, cost_ns: float, saving: int | None = None) -> str:

@@ -1,11 +1,11 @@
 """The insight rules about how the host program drives the GPU.
 
 Each rule is a small function ``rule(ctx) -> list[Insight]`` over an
-:class:`~swimlanes.timeline.insight_context.InsightContext`, which holds the pipeline, its
+:class:`~swimlanes.analysis.insight_context.InsightContext`, which holds the pipeline, its
 timeline aligned to the run start, the device preset and figures shared by the rules (metrics,
 each op's dependency-ready time). The rules here look at the API
 calls themselves: ``pageable_copy``, ``sync_copy``, ``legacy_default_serialises`` and
-``launch_bound``. The schedule rules and :func:`swimlanes.timeline.insights.explain` live in
+``launch_bound``. The schedule rules and :func:`swimlanes.analysis.insights.explain` live in
 ``insights.py``.
 
 Where the device preset is known, rules estimate what a fix saves by simulating the changed
@@ -19,6 +19,13 @@ import dataclasses
 
 import numpy as np
 
+from swimlanes.analysis.insight_context import (
+    BLOCKING_STREAM_KINDS,
+    Insight,
+    InsightContext,
+    grade,
+    saving_text,
+)
 from swimlanes.model.document import (
     COPY_OPS,
     DEFAULT_STREAM,
@@ -27,13 +34,6 @@ from swimlanes.model.document import (
     Pipeline,
 )
 from swimlanes.timeline.compare import fmt_bytes, fmt_gbps, fmt_pct, fmt_time, plural
-from swimlanes.timeline.insight_context import (
-    BLOCKING_STREAM_KINDS,
-    Insight,
-    InsightContext,
-    grade,
-    saving_text,
-)
 from swimlanes.timeline.timeline import NO_TIME
 
 _KERNEL = OP_KINDS.index("kernel")
@@ -238,14 +238,12 @@ def legacy_default_serialises(ctx: InsightContext) -> list[Insight]:
 def _free_launch_saving(ctx: InsightContext) -> int | None:
     """What the model saves when kernel launches cost the host nothing (an upper bound for
     CUDA Graphs, whose single launch still costs a few microseconds)."""
-    costs = getattr(ctx.preset, "issue_cost_us", None)
-    if not dataclasses.is_dataclass(ctx.preset) or not isinstance(costs, dict):
+    if ctx.preset is None:
         return None
-    repeat = getattr(ctx.preset, "repeat_issue_cost_us", {})
     free = dataclasses.replace(
         ctx.preset,
-        issue_cost_us={**costs, "kernel": 0.0},
-        repeat_issue_cost_us={**repeat, "kernel": 0.0},
+        issue_cost_us={**ctx.preset.issue_cost_us, "kernel": 0.0},
+        repeat_issue_cost_us={**ctx.preset.repeat_issue_cost_us, "kernel": 0.0},
     )
     return ctx.what_if_saving("free-launches", None, free)
 

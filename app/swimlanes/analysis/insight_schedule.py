@@ -10,6 +10,7 @@ import dataclasses
 
 import numpy as np
 
+from swimlanes.analysis.insight_context import HOST_SYNC_OPS, Insight, InsightContext, grade
 from swimlanes.model.document import (
     DEFAULT_STREAM,
     EVENT_OPS,
@@ -18,7 +19,6 @@ from swimlanes.model.document import (
     Pipeline,
 )
 from swimlanes.timeline.compare import fmt_pct, fmt_time, plural
-from swimlanes.timeline.insight_context import HOST_SYNC_OPS, Insight, InsightContext, grade
 from swimlanes.timeline.metrics import (
     device_op_mask,
     interval_union,
@@ -42,7 +42,7 @@ def _engine_full(ctx: InsightContext, engine: int) -> tuple[np.ndarray, np.ndarr
     SMs (without occupancy data they count as never full)."""
     tl = ctx.timeline
     mask = device_op_mask(tl) & (tl.engine == engine)
-    one_at_a_time = getattr(ctx.preset, "max_resident_kernels", 128) <= 1
+    one_at_a_time = ctx.preset is not None and ctx.preset.max_resident_kernels <= 1
     if one_at_a_time or not np.any(mask & np.isin(tl.kind, _SM_KINDS)):
         return interval_union(tl.start[mask], tl.end[mask])
     t, sms = tl.occupancy_time, tl.occupancy_sms
@@ -82,7 +82,7 @@ def _their(rows: list[int]) -> str:
 
 
 def _queue_model(ctx: InsightContext) -> str:
-    return str(getattr(ctx.preset, "hardware_queues", "hyperq") or "hyperq")
+    return (ctx.preset.hardware_queues if ctx.preset is not None else "") or "hyperq"
 
 
 def false_dependency(ctx: InsightContext) -> list[Insight]:
@@ -93,10 +93,11 @@ def false_dependency(ctx: InsightContext) -> list[Insight]:
     if not rows or not ctx.significant(delay):
         return []
     tl = ctx.timeline
-    connections = ctx.timeline.meta.get("connections", getattr(ctx.preset, "connections", None))
+    default = ctx.preset.connections if ctx.preset is not None else None
+    connections = ctx.timeline.meta.get("connections", default)
     streams = sorted({s for s in (tl.stream_name(r) for r in range(len(tl))) if s})
     saving = None
-    if ctx.preset is not None and dataclasses.is_dataclass(ctx.preset):
+    if ctx.preset is not None:
         wide = dataclasses.replace(ctx.preset, connections=32)
         saving = ctx.what_if_saving("connections32", None, wide)
     conn_text = f"{connections} hardware queues (connections)" if connections else "fewer queues"
@@ -189,7 +190,7 @@ def _fermi_issue_order(ctx: InsightContext) -> Insight | None:
         "order it was issued across all streams: an op waiting for its dependency at a "
         "queue's head holds back every op issued after it."
     )
-    if getattr(ctx.preset, "completion_signal_delay", False):
+    if ctx.preset is not None and ctx.preset.completion_signal_delay:
         message += (
             " Also, a kernel's completion is signalled only when the last of the back-to-back "
             "kernels from different streams ends, so a copy waiting for one kernel waits for "

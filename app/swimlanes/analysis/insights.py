@@ -24,29 +24,30 @@ gets no warnings.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import numpy as np
 
+from swimlanes.analysis.insight_context import SEVERITIES, Insight, InsightContext
+from swimlanes.analysis.insight_rules import (
+    launch_bound,
+    legacy_default_serialises,
+    pageable_copy,
+    sync_copy,
+)
+from swimlanes.analysis.insight_schedule import (
+    _queue_model,
+    breadth_first_blocking,
+    false_dependency,
+    reorder_issue,
+)
+from swimlanes.analysis.what_if import what_if_preset
+from swimlanes.engine import DevicePreset
 from swimlanes.model.document import (
     HOST_COPY_OPS,
     OP_KINDS,
     Pipeline,
 )
 from swimlanes.timeline.compare import compare_timelines, fmt_pct, fmt_time, plural
-from swimlanes.timeline.insight_context import SEVERITIES, Insight, InsightContext
-from swimlanes.timeline.insight_rules import (
-    launch_bound,
-    legacy_default_serialises,
-    pageable_copy,
-    sync_copy,
-)
-from swimlanes.timeline.insight_schedule import (
-    _queue_model,
-    breadth_first_blocking,
-    false_dependency,
-    reorder_issue,
-)
 from swimlanes.timeline.metrics import (
     device_op_mask,
     interval_union,
@@ -311,27 +312,10 @@ RULES: tuple[Callable[[InsightContext], list[Insight]], ...] = (
 )
 
 
-def _resolve_preset(preset: Any, timeline: Timeline) -> Any:
-    """The preset to simulate what-ifs with: the one given, or the one that made the timeline."""
-    name = preset
-    if name is None and timeline.source == "simulated":
-        name = timeline.meta.get("preset") or timeline.device or None
-    if name is None or not isinstance(name, str):
-        return name
-    try:
-        from swimlanes.engine import get_preset
-    except ImportError:
-        return None
-    try:
-        return get_preset(name)
-    except (ValueError, OSError):
-        return None
-
-
 def explain(
     pipeline: Pipeline,
     timeline: Timeline,
-    preset: Any = None,
+    preset: DevicePreset | str | None = None,
     measured: Timeline | None = None,
 ) -> list[Insight]:
     """Insights about ``timeline`` (the schedule of ``pipeline``), most severe first.
@@ -339,12 +323,12 @@ def explain(
     ``preset`` (a DevicePreset or preset name) enables what-if estimates; by default the preset
     that simulated the timeline. With ``measured``, the model's disagreements are explained too.
     """
-    resolved = _resolve_preset(preset, timeline)
+    resolved = what_if_preset(preset, timeline)
     ctx = InsightContext(pipeline, timeline, resolved, measured)
     ctx.timeline_is_model = (
         timeline.source == "simulated"
         and resolved is not None
-        and getattr(resolved, "name", None) == timeline.meta.get("preset")
+        and resolved.name == timeline.meta.get("preset")
     )
     found: list[Insight] = []
     for rule in RULES:

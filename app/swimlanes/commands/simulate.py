@@ -9,11 +9,11 @@ import textwrap
 from pathlib import Path
 from typing import Any
 
+from swimlanes.analysis.insights import Insight, explain
 from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import pipeline_argument
-from swimlanes.timeline.insights import Insight, explain
 from swimlanes.timeline.metrics import Metrics, compute_metrics, metrics_json
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 

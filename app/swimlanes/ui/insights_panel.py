@@ -1,6 +1,6 @@
 """The "Insights" tab: what the model says about the schedule and what to change.
 
-A list of insights (swimlanes.timeline.insights.explain) with severity icons on the left, the
+A list of insights (swimlanes.analysis.insights.explain) with severity icons on the left, the
 chosen one's explanation and advice on the right. Clicking an insight selects its ops
 everywhere (``ops_selected(list)`` of program indexes).
 """

@@ -134,7 +134,7 @@ class SimulationResults:
         shown = self.bottom_tabs.currentWidget() is self.insights
         if not shown and (len(sim) > INSIGHTS_EAGER_LIMIT or self._insights_timer.isActive()):
             return  # the tab title's count is refreshed later or when the tab is opened
-        from swimlanes.timeline.insights import explain
+        from swimlanes.analysis.insights import explain
 
         pipeline = self.controller.pipeline
         try:
