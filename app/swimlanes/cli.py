@@ -129,6 +129,19 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="do not store the preset in this host's cache"
     )
 
+    p = sub.add_parser(
+        "schema", help="print the JSON Schema of a file format (for editors and validators)"
+    )
+    p.add_argument(
+        "format",
+        nargs="?",
+        choices=("pipeline", "run", "timeline"),
+        default="pipeline",
+        help="which file format: a pipeline, a saved measured run, or a timeline "
+        "(default: pipeline)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of printing")
+
     p = sub.add_parser("codegen", help="generate runnable Numba CUDA or CUDA C++ code")
     p.add_argument("file")
     p.add_argument("--lang", choices=("python", "cuda"), required=True)

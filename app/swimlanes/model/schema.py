@@ -1,0 +1,333 @@
+"""JSON Schema (draft 2020-12) of the pipeline file, built from the document's own tables.
+
+The schema is generated, never written by hand: every enum, range and required key comes from
+:mod:`swimlanes.model.document` (``OP_KINDS``, ``MAX_BYTES`` ...) and from :data:`OP_KIND_FIELDS`,
+which says which keys each op kind takes, mirroring :mod:`swimlanes.model.validate`. The shipped
+files in ``resources/schema/`` are this module's output (a test keeps them equal).
+
+An editor that knows JSON Schema completes and checks a pipeline with it. It cannot say
+everything the validator says; what it leaves to the loader is listed in ``$comment``s:
+stream names must be unique and ops must name a declared stream, a kernel's ``blocks`` times
+``block_us`` is at most ``MAX_DURATION_US``, integers anywhere must fit in 64 bits, and
+nesting stops at ``MAX_JSON_DEPTH``. JSON Schema also counts ``1.0`` as an integer where the
+loader wants ``1``. Keys Swimlanes does not know are allowed wherever the loader keeps them
+(the top level, streams, ops).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from swimlanes.model.document import (
+    COPY_OPS,
+    CUDA_CALLS,
+    DEFAULT_STREAM,
+    EVENT_OPS,
+    FORMAT_NAME,
+    FORMAT_VERSION,
+    HOST_COPY_OPS,
+    HOST_MEMORY_KINDS,
+    MAX_BLOCKS,
+    MAX_BLOCKS_PER_SM,
+    MAX_BYTES,
+    MAX_DEVICE_CHARS,
+    MAX_DURATION_US,
+    MAX_FLOPS,
+    MAX_NAME_CHARS,
+    MAX_OPS,
+    MAX_PRIORITY,
+    MAX_STREAMS,
+    MAX_TEXT_CHARS,
+    MAX_THREADS_PER_BLOCK,
+    MIN_PRIORITY,
+    OP_KINDS,
+    STREAM_KINDS,
+    STREAM_OPS,
+)
+
+__all__ = [
+    "DIALECT",
+    "OP_FIELD_SCHEMAS",
+    "OP_KIND_FIELDS",
+    "pipeline_defs",
+    "pipeline_object",
+    "pipeline_schema",
+    "schema_id",
+    "schema_json",
+]
+
+DIALECT = "https://json-schema.org/draft/2020-12/schema"
+
+#: A stream or event name, as the loader takes it.
+_NAME = {
+    "type": "string",
+    "minLength": 1,
+    "maxLength": MAX_NAME_CHARS,
+    # The loader refuses a name of only white space (``str.strip``).
+    "pattern": r"\S",
+}
+
+
+def _ref(name: str) -> dict[str, str]:
+    return {"$ref": f"#/$defs/{name}"}
+
+
+def schema_id(kind: str, version: int) -> str:
+    """The ``$id`` of a shipped schema: a URN, so that nothing has to be fetched to use it."""
+    return f"urn:swimlanes:schema:{kind}:v{version}"
+
+
+def _op_field_schemas() -> dict[str, dict[str, Any]]:
+    """The JSON form of each op key (the file's names: ``async``, not ``is_async``)."""
+    duration = {
+        "type": "number",
+        "exclusiveMinimum": 0,
+        "maximum": MAX_DURATION_US,
+        "description": "microseconds: how long the op takes alone (overrides the device model)",
+    }
+    return {
+        "stream": {
+            **_ref("name"),
+            "description": f"the stream it is enqueued on (default: {DEFAULT_STREAM!r}, the "
+            "legacy default stream); must be a declared stream",
+            "default": DEFAULT_STREAM,
+        },
+        "label": {
+            "type": "string",
+            "maxLength": MAX_NAME_CHARS,
+            "description": "shown in the lanes, charts, tables and generated code",
+        },
+        "bytes": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_BYTES,
+            "description": "bytes copied, set or allocated; a kernel's memory traffic",
+        },
+        "host_memory": {
+            "enum": list(HOST_MEMORY_KINDS),
+            "default": HOST_MEMORY_KINDS[0],
+            "description": "the host buffer: pinned (page-locked) or pageable",
+        },
+        "async": {
+            "type": "boolean",
+            "default": True,
+            "description": "false: the synchronous call (cudaMemcpy / cudaMemset)",
+        },
+        "duration_us": duration,
+        "blocks": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_BLOCKS,
+            "description": "thread blocks in the grid",
+        },
+        "threads": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_THREADS_PER_BLOCK,
+            "description": "threads per block",
+        },
+        "block_us": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": MAX_DURATION_US,
+            "description": "microseconds each thread block runs",
+            "$comment": f"blocks * block_us must be at most {MAX_DURATION_US:g} (the loader "
+            "checks it)",
+        },
+        "flops": {
+            "type": "number",
+            "exclusiveMinimum": 0,
+            "maximum": MAX_FLOPS,
+            "description": "floating-point operations (roofline timing, with bytes)",
+        },
+        "blocks_per_sm": {
+            "type": "integer",
+            "minimum": 1,
+            "maximum": MAX_BLOCKS_PER_SM,
+            "description": "overrides how many blocks of this kernel one SM holds at once",
+        },
+        "event": {**_ref("name"), "description": "the event's name"},
+    }
+
+
+#: The schema of each op key, whatever the kind (``duration_us`` of host work differs: >= 0).
+OP_FIELD_SCHEMAS: dict[str, dict[str, Any]] = _op_field_schemas()
+
+
+def _kind_fields(kind: str) -> dict[str, bool]:
+    """The keys an op of ``kind`` takes, each with whether it is required (as the validator
+    decides it: ``bytes`` and ``duration_us`` are taken by every kind)."""
+    takes_bytes = kind in COPY_OPS or kind == "memset"
+    fields: dict[str, bool] = {"label": False, "bytes": takes_bytes, "duration_us": kind == "host"}
+    if kind in STREAM_OPS:
+        fields["stream"] = False
+    if kind in HOST_COPY_OPS:
+        fields["host_memory"] = False
+    if takes_bytes:
+        fields["async"] = False
+    if kind == "kernel":
+        fields |= {"blocks": True, "threads": True, "block_us": False, "flops": False}
+        fields["blocks_per_sm"] = False
+    if kind in EVENT_OPS:
+        fields["event"] = True
+    return fields
+
+
+#: Which keys each op kind takes, and whether each is required.
+OP_KIND_FIELDS: dict[str, dict[str, bool]] = {kind: _kind_fields(kind) for kind in OP_KINDS}
+
+
+def _op_kind_schema(kind: str) -> dict[str, Any]:
+    """One op kind's branch: its keys, its required keys, and ``false`` for the known keys it
+    does not take (the loader refuses those, but keeps keys it does not know)."""
+    fields = OP_KIND_FIELDS[kind]
+    properties: dict[str, Any] = {"op": {"const": kind}}
+    for key, schema in OP_FIELD_SCHEMAS.items():
+        properties[key] = schema if key in fields else False
+    if kind == "host":  # host work may take no time; every other op takes some
+        properties["duration_us"] = {
+            "type": "number",
+            "minimum": 0,
+            "maximum": MAX_DURATION_US,
+            "description": "microseconds of CPU work on the host thread",
+        }
+    out: dict[str, Any] = {
+        "title": f"{kind}: {CUDA_CALLS[kind]}",
+        "type": "object",
+        "properties": properties,
+        "required": ["op", *(key for key, required in fields.items() if required)],
+    }
+    if kind == "kernel":
+        out["description"] = "exactly one timing: block_us, duration_us, or flops and/or bytes"
+        out["oneOf"] = [
+            {"required": ["block_us"]},
+            {"required": ["duration_us"]},
+            {"anyOf": [{"required": ["flops"]}, {"required": ["bytes"]}]},
+        ]
+    return out
+
+
+def _stream_schema() -> dict[str, Any]:
+    legacy = STREAM_KINDS[0]
+    return {
+        "title": "stream",
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {**_ref("name"), "description": "unique among the streams"},
+            "kind": {
+                "enum": list(STREAM_KINDS),
+                "default": "blocking",
+                "description": f"{legacy} is the implicit stream named {DEFAULT_STREAM!r}",
+            },
+            "priority": {
+                "type": "integer",
+                "minimum": MIN_PRIORITY,
+                "maximum": MAX_PRIORITY,
+                "default": 0,
+                "description": "CUDA's convention: a lower number is a higher priority",
+            },
+        },
+        "allOf": [
+            {
+                "if": {"required": ["name"], "properties": {"name": {"const": DEFAULT_STREAM}}},
+                "then": {"required": ["kind"], "properties": {"kind": {"const": legacy}}},
+            },
+            {
+                "if": {"required": ["kind"], "properties": {"kind": {"const": legacy}}},
+                "then": {"properties": {"name": {"const": DEFAULT_STREAM}}},
+            },
+        ],
+        "$comment": "stream names must be unique (the loader checks it)",
+    }
+
+
+def _op_schema() -> dict[str, Any]:
+    """Any op: ``op`` picks the kind's branch."""
+    return {
+        "title": "op",
+        "description": "one CUDA API call of the host program",
+        "type": "object",
+        "required": ["op"],
+        "properties": {"op": {"enum": list(OP_KINDS)}},
+        "allOf": [
+            {
+                "if": {"required": ["op"], "properties": {"op": {"const": kind}}},
+                "then": _ref(f"op_{kind}"),
+            }
+            for kind in OP_KINDS
+        ],
+    }
+
+
+def pipeline_defs() -> dict[str, Any]:
+    """The ``$defs`` a pipeline schema refers to (``name``, ``stream``, ``op``, ``op_KIND``).
+
+    A schema that embeds a pipeline (a run file's) holds the same ``$defs``, so that the
+    ``#/$defs/...`` references resolve in both."""
+    defs: dict[str, Any] = {
+        "name": _NAME,
+        "stream": _stream_schema(),
+        "op": _op_schema(),
+    }
+    for kind in OP_KINDS:
+        defs[f"op_{kind}"] = _op_kind_schema(kind)
+    return defs
+
+
+def pipeline_object() -> dict[str, Any]:
+    """The pipeline object itself (without ``$schema``, ``$id`` or ``$defs``), for embedding."""
+    return {
+        "type": "object",
+        "required": ["format", "version", "program"],
+        "properties": {
+            "$schema": {"type": "string", "description": "this schema, for editors"},
+            "format": {"const": FORMAT_NAME},
+            "version": {"const": FORMAT_VERSION},
+            "name": {
+                "type": "string",
+                "maxLength": MAX_NAME_CHARS,
+                "default": "untitled",
+                "description": "the pipeline's title",
+            },
+            "description": {"type": "string", "maxLength": MAX_TEXT_CHARS},
+            "lesson": {"type": "string", "maxLength": MAX_TEXT_CHARS},
+            "device": {
+                "type": "string",
+                "maxLength": MAX_DEVICE_CHARS,
+                "description": "the preferred device preset: a name or a preset file",
+            },
+            "streams": {
+                "type": "array",
+                "maxItems": MAX_STREAMS,
+                "items": _ref("stream"),
+                "default": [],
+                "description": "declared streams; the legacy default stream is implicit",
+            },
+            "program": {
+                "type": "array",
+                "maxItems": MAX_OPS,
+                "items": _ref("op"),
+                "description": "the CUDA calls in the order the host thread issues them",
+            },
+        },
+        "$comment": "keys Swimlanes does not know are kept when the file is saved again",
+    }
+
+
+def pipeline_schema() -> dict[str, Any]:
+    """The JSON Schema of a pipeline file (``swimlanes-pipeline`` version 1)."""
+    return {
+        "$schema": DIALECT,
+        "$id": schema_id("pipeline", FORMAT_VERSION),
+        "title": "Swimlanes pipeline",
+        "description": "A host program of CUDA API calls on streams (docs/file-format.md).",
+        **pipeline_object(),
+        "$defs": pipeline_defs(),
+    }
+
+
+def schema_json(schema: dict[str, Any]) -> str:
+    """A schema as the shipped files hold it: indented JSON ending in a newline."""
+    return json.dumps(schema, indent=2, ensure_ascii=False) + "\n"
