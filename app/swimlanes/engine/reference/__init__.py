@@ -1,0 +1,182 @@
+"""The reference simulator: a plainly written model of exactly the fast engine's semantics.
+
+``simulate_reference(pipeline, preset)`` returns the same :class:`Timeline` as
+:func:`swimlanes.engine.simulate`, op for op and nanosecond for nanosecond; the differential
+tests (``tests/engine/test_reference.py``) hold the fast engine to it. It is slow (named
+objects per op and per event, no inlining) and meant to be read. What follows is what the
+simulator means, rule by rule. Times are integer nanoseconds from the first call (t = 0); a
+preset's figures in microseconds are rounded to ns once.
+
+1. **Host thread** (``Simulation.host_call``). The program is issued in order, one call after
+   another: each call costs ``host_call_gap_us`` (none before the first) plus the preset's
+   ``issue_cost_us`` of its kind, or its ``repeat_issue_cost_us`` when it repeats the call just
+   before it (the same op with the same arguments, any stream). An op takes effect when its
+   call's cost is spent; the call then returns at once except:
+
+   - a synchronous copy, and any copy involving pageable memory other than an async pageable
+     H2D, returns when the copy is done, ``sync_return_us["sync_copy"]`` later (a pageable D2H
+     with ``pageable_d2h_chunk_bytes`` also copies its last chunk out: one chunk at the
+     host's copy-out rate);
+   - an async pageable H2D returns after the host has staged all of its bytes (at the host's
+     staging rate, or its ``duration_us``); with ``pageable_h2d_chunk_bytes`` its DMA may start
+     only once the first chunk is staged (the staging time times chunk / bytes, rounded down);
+   - ``stream_sync`` waits for the stream's last enqueued op (none named: returns),
+     ``event_sync`` for the event's record (rule 2), ``device_sync`` and ``free`` for every
+     stream's last op; each returns ``sync_return_us`` of its kind after the op it waited
+     for that was done last (``free`` counts as ``device_sync``), never before the instant it
+     noticed;
+   - ``host`` keeps the host busy for its duration;
+   - ``malloc`` and a synchronous ``memset`` are device-wide implicit synchronisations (rule 3)
+     and do not wait.
+
+   A blocking call that waited draws a "host" edge from the op done last to itself.
+
+2. **Streams and events.** Each stream runs its ops in issue order: an op waits for the
+   previous op of its stream ("stream" edge). ``event_wait`` also waits for the most recent
+   ``event_record`` of its event in the program before it (never recorded: only its stream);
+   the "event" edge goes from the record to the next op of the wait's stream that is not a
+   wait. ``event_record`` and ``event_wait`` take no time: they are done when they leave their
+   queue. ``event_sync`` waits for the same record on the host.
+
+3. **The legacy default stream and implicit synchronisation** (``stream_deps``). An op on the
+   legacy default stream waits for the last op of every blocking stream (``blocking`` and
+   ``per_thread_default`` kinds) it has not already waited for; the next op of each blocking
+   stream waits for the latest legacy op. ``non_blocking`` streams are exempt. An implicit
+   synchronisation (``malloc``, synchronous ``memset``) makes the first op of each stream
+   issued after it wait for every stream's last op that was not yet done when the call took
+   effect (a synchronous memset: those, and then later work waits for the memset itself).
+   All these are "default_stream" edges.
+
+4. **Hardware queues** (``examine``). An enqueued op joins a FIFO queue: Hyper-Q maps
+   streams round-robin in creation order onto ``connections`` queues (0: one per stream; the
+   legacy default stream has a queue of its own), and with ``copy_queue_per_stream`` a
+   stream's H2D and D2H copies use a queue of the stream's own. Fermi has one compute queue
+   and one queue per copy engine. Only a queue's head may leave, once everything it waits for
+   is done and it may start: no earlier than its call returned plus its launch latency
+   (``kernel_launch_latency_us`` for kernels, ``copy_launch_latency_us`` for H2D and D2H,
+   ``host_func_latency_us`` for host functions) and, per op it waited for, that op's
+   completion plus the dependency latency between their engine classes (rule 9). A head that
+   cannot leave holds back everything behind it, whatever the stream: where a queue carries
+   several streams, an op that leaves in the same instant as another stream's op just before
+   it, though it could have left earlier, gets a "queue" edge from that op.
+
+5. **Engines.** A queue's head goes, as it leaves, to its engine: H2D and D2H copies to the
+   copy engines (rule 6), kernels, D2D copies and memsets to the block scheduler (rule 7),
+   host functions to the callback thread (they run their duration there, any number at once),
+   event ops nowhere (done at once).
+
+6. **Copy engines** (``devices.CopyEngines``). One H2D and one D2H engine per
+   ``copy_engines_per_direction`` (one pool for both directions with
+   ``shared_copy_engine``); each runs one copy at a time for its time alone (latency +
+   bytes / bandwidth, a measured table, pageable rates or chunked staging, or
+   ``duration_us``). An idle engine that has rested takes, among the ready copies of its pool,
+   the one of the stream it served last, else the most recently readied (``copy_order``
+   "measured"), or the longest waiting ("fifo", and always on Fermi), ties by program order.
+   Bandwidth is fluid: while k copies of one direction run each takes k times as long, and
+   while both directions run each is slowed by ``1 + bidirectional_slowdown`` (its
+   direction's) and pays its direction's ``bidirectional_overhead_us`` once; speeds are
+   recomputed whenever a copy starts or ends. After a copy the engine rests
+   ``copy_engine_gap_us``, plus ``bidirectional_rest_us`` if the copy ran against the other
+   direction.
+
+7. **Block scheduler** (``devices.Sms``). The GPU has ``sm_count`` x ``max_threads_per_sm``
+   thread slots. A kernel's block holds ``max_threads_per_sm // residency`` slots, residency
+   being ``min(max_blocks_per_sm, max_threads_per_sm // threads)`` (or the op's
+   ``blocks_per_sm``); at most ``sm_count`` x residency of its blocks run at once. Waiting
+   kernels are served highest stream priority first, then in the order they reached the
+   scheduler; each starts as many blocks as fit, which run together for one wave's time
+   (the kernel's time alone over its waves; rounding carried from wave to wave) and free
+   their slots together. A kernel's last wave lasts ``kernel_overhead_us`` longer. At most
+   ``max_resident_kernels`` kernels have blocks on the GPU. A D2D copy or memset is one wave
+   of ``sm_count`` 256-thread blocks lasting its time alone. A kernel starts with its first
+   blocks and ends with its last.
+
+8. **Fermi's completion signal** (``completion_signal_delay``). A kernel reaching the SMs right
+   after the kernel issued just before it, from another stream, while that kernel's group
+   still runs joins its group; each kernel's completion becomes visible only when its
+   group's last kernel ends (its own span still ends on time).
+
+9. **Dependency latencies** (``_latency_table``). Engine classes: the SMs, H2D copies (and all
+   copies of a shared engine), D2H copies, host functions; event ops take the class of the op
+   they waited for that was done last. From an op on one class to a waiting op on another:
+   ``dependency_latency_us``; SMs to SMs: ``kernel_dependency_latency_us``; copies of one
+   class: none (their engine rests instead); to a host function: ``host_func_latency_us``.
+
+10. **One instant.** Host calls due at an instant come before device events due at it;
+    device events of an instant are handled in the order they were scheduled; after each
+    host call or event, the queues to look at are looked at, the most recently added first
+    (a finished op adds the queues that waited for it in the order they started waiting; on
+    a preset with dependency latencies a finished copy, or a kernel where no queue is shared
+    and there is no Fermi group, instead schedules each queue's next look after its head's
+    latency, and at once when that is 0). Idle engines take their next work only once
+    nothing else happens at the instant; kernels that reach the scheduler at one instant
+    are served in the order they reached it.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from swimlanes.engine.presets import DevicePreset, get_preset
+from swimlanes.engine.reference.program import op_table, stream_table
+from swimlanes.engine.reference.run import Simulation
+from swimlanes.model.document import OP_KINDS, Pipeline
+from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
+
+__all__ = ["simulate_reference"]
+
+
+def simulate_reference(pipeline: Pipeline, device: DevicePreset | str = "h200") -> Timeline:
+    """Simulate ``pipeline`` on ``device`` (a preset or a name or path for
+    :func:`~swimlanes.engine.get_preset`) with the reference model; see the module docstring."""
+    preset = device if isinstance(device, DevicePreset) else get_preset(device)
+    streams, queue_count = stream_table(pipeline, preset)
+    ops = op_table(pipeline, preset, streams, queue_count)
+    sim = Simulation(ops, streams, queue_count, preset)
+    sim.run()
+    return _timeline(sim, pipeline.name)
+
+
+def _timeline(sim: Simulation, name: str) -> Timeline:
+    ops, preset, n = sim.ops, sim.preset, len(sim.ops)
+
+    def column(values: list[int], dtype: type = np.int64) -> np.ndarray:
+        return np.asarray(values, dtype=dtype).reshape(n)
+
+    def time(value: int) -> int:
+        return NO_TIME if value < 0 else value
+
+    enqueued = [op.engine is not None for op in ops]
+    solo = [op.solo_ns if q else NO_TIME for op, q in zip(ops, enqueued, strict=True)]
+    issue_end = [time(s.issue_end) for s in sim.state]
+    gap = round(preset.host_call_gap_us * 1000.0)
+    src, dst, kind = zip(*sim.edges, strict=True) if sim.edges else ((), (), ())
+    return Timeline(
+        index=np.arange(n, dtype=np.int64),
+        kind=column([OP_KINDS.index(op.kind) for op in ops], np.int8),
+        stream=column([op.stream for op in ops], np.int16),
+        engine=column([s.engine for s in sim.state], np.int16),
+        issue_start=column([0, *(t + gap for t in issue_end[:-1])][:n]),
+        issue_end=column(issue_end),
+        start=column([time(s.start) for s in sim.state]),
+        end=column([time(s.end) for s in sim.state]),
+        solo_ns=column(solo),
+        bytes=column([op.nbytes for op in ops]),
+        labels=[op.label for op in ops],
+        stream_names=[s.name for s in sim.streams],
+        engine_names=[*sim.copies.names, "Compute"],
+        dep_src=np.asarray(src, dtype=np.int32),
+        dep_dst=np.asarray(dst, dtype=np.int32),
+        dep_kind=np.asarray([DEP_KINDS.index(k) for k in kind], dtype=np.int8),
+        occupancy_time=np.asarray([t for t, _ in sim.sms.occupancy], dtype=np.int64),
+        occupancy_sms=np.asarray([s for _, s in sim.sms.occupancy], dtype=np.int32),
+        sm_count=preset.sm_count,
+        source="simulated",
+        device=preset.name,
+        name=name,
+        meta={
+            "preset": preset.name,
+            "serial_ns": sum(s for s, q in zip(solo, enqueued, strict=True) if q),
+            "connections": preset.connections or len(sim.streams),
+        },
+    )

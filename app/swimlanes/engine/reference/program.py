@@ -1,0 +1,267 @@
+"""What the reference simulator knows about each op before it runs: its stream, hardware queue,
+what the host does on its call, what the call costs and how long the op takes alone.
+
+Times derived from a preset's figures (a copy's, a memset's, a roofline kernel's) come from the
+preset's own methods: they are the preset's physics, not the simulator's semantics.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from swimlanes.engine.blocks import residency, waves
+from swimlanes.engine.presets import DevicePreset
+from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline
+
+
+class StreamClass(Enum):
+    LEGACY = "legacy default stream"
+    BLOCKING = "blocking"  # also per-thread default streams: they sync with the legacy stream
+    NON_BLOCKING = "non-blocking"
+
+
+class Engine(Enum):
+    """Where an op runs once it leaves its hardware queue."""
+
+    COPY = "copy engine"  # h2d, d2h
+    SM_COPY = "SMs, one wave"  # d2d, memset
+    KERNEL = "SMs, block scheduler"
+    INSTANT = "nowhere: done as it leaves"  # event_record, event_wait
+    CALLBACK = "host callback thread"  # host_func
+
+
+class HostCall(Enum):
+    """What the host thread does on an op's call."""
+
+    ENQUEUE = "enqueue and return"
+    ENQUEUE_AND_WAIT = "enqueue, return when the op is done"
+    ENQUEUE_AND_STAGE = "enqueue, return once the data is staged"
+    ENQUEUE_BARRIER = "enqueue as a device-wide implicit synchronisation"
+    WAIT_STREAM = "wait for the stream's last op"
+    WAIT_EVENT = "wait for the event's last record"
+    WAIT_ALL = "wait for every stream's last op"
+    BUSY = "keep the host busy"
+    BARRIER = "device-wide implicit synchronisation, no wait"
+
+
+#: The engine class of an op for dependency latencies (see Simulation.latency).
+SMS, H2D_CLASS, D2H_CLASS, CALLBACK_CLASS, NO_CLASS = 0, 1, 2, 3, -1
+
+
+@dataclass
+class StreamFacts:
+    name: str
+    klass: StreamClass
+    priority: int  # clamped to the device's range; lower runs first
+    queue: int  # its hardware queue (Hyper-Q connection)
+
+
+@dataclass
+class KernelShape:
+    blocks: int
+    slots_per_block: int  # thread slots of an SM one block holds
+    max_resident: int  # blocks of this kernel that fit on the whole GPU at once
+    block_ns: float  # one wave's time
+
+
+@dataclass
+class OpFacts:
+    index: int
+    kind: str
+    label: str
+    stream: int  # index into the stream table, -1: none
+    queue: int  # hardware queue, -1: not enqueued
+    engine: Engine | None  # None: a host-only call
+    call: HostCall
+    cost_ns: int  # the call's host time, including the host's gap before it
+    solo_ns: int  # time alone on the device (host work: its duration), -1: none
+    nbytes: int
+    event: str | None
+    stage_ns: int | None = None  # pageable H2D: staging; pageable D2H: last chunk copied out
+    kernel: KernelShape | None = None
+    engine_class: int = NO_CLASS
+
+
+def stream_table(pipeline: Pipeline, preset: DevicePreset) -> tuple[list[StreamFacts], int]:
+    """Every stream (the implicit legacy default first) and the number of hardware queues."""
+    streams = pipeline.all_streams
+    facts: list[StreamFacts] = []
+    if preset.hardware_queues == "fermi":
+        queue_count = 2 if preset.shared_copy_engine else 3
+    else:
+        connections = preset.connections or max(1, len(streams) - 1)
+        queue_count = 1 + connections
+        if preset.copy_queue_per_stream:
+            queue_count += len(streams)
+    assigned = 0
+    for s in streams:
+        if s.name == DEFAULT_STREAM or s.kind == "legacy_default":
+            klass = StreamClass.LEGACY
+        elif s.kind == "non_blocking":
+            klass = StreamClass.NON_BLOCKING
+        else:
+            klass = StreamClass.BLOCKING
+        if preset.hardware_queues == "fermi":
+            queue = 0
+        elif klass is StreamClass.LEGACY:
+            queue = 0  # the legacy default stream has a queue of its own
+        else:  # round-robin over the connections, in creation order
+            queue = 1 + assigned % connections
+            assigned += 1
+        facts.append(StreamFacts(s.name, klass, preset.clamp_priority(s.priority), queue))
+    return facts, queue_count
+
+
+def op_table(
+    pipeline: Pipeline, preset: DevicePreset, streams: list[StreamFacts], queue_count: int
+) -> list[OpFacts]:
+    """The facts of every op of the program, in program order."""
+    index = {s.name: k for k, s in enumerate(streams)}
+    gap = round(preset.host_call_gap_us * 1000.0)
+    facts = []
+    previous_call: tuple | None = None
+    for i, op in enumerate(pipeline.program):
+        stream = -1 if op.stream_name is None else index[op.stream_name]
+        engine = _ENGINE.get(op.op)
+        # A call that repeats the call just before it (any stream) runs warm.
+        call_key = _call_key(op)
+        repeat = bool(preset.repeat_issue_cost_us) and call_key == previous_call
+        previous_call = call_key
+        cost = preset.repeat_issue_cost_ns(op.op) if repeat else preset.issue_cost_ns(op.op)
+        call, solo, extra = _host_and_solo(op, preset)
+        fact = OpFacts(
+            index=i,
+            kind=op.op,
+            label=op.display_label,
+            stream=stream,
+            queue=_queue(op, engine, stream, streams, queue_count, preset),
+            engine=engine,
+            call=call,
+            cost_ns=gap + cost,
+            solo_ns=solo,
+            nbytes=op.bytes or 0,
+            event=op.event,
+            engine_class=_engine_class(op.op, preset),
+        )
+        if isinstance(extra, KernelShape):
+            fact.kernel = extra
+        else:
+            fact.stage_ns = extra
+        facts.append(fact)
+    return facts
+
+
+_ENGINE = {
+    "h2d": Engine.COPY,
+    "d2h": Engine.COPY,
+    "d2d": Engine.SM_COPY,
+    "memset": Engine.SM_COPY,
+    "kernel": Engine.KERNEL,
+    "event_record": Engine.INSTANT,
+    "event_wait": Engine.INSTANT,
+    "host_func": Engine.CALLBACK,
+}
+
+
+def _call_key(op: Op) -> tuple:
+    """The API call an op makes, stream aside."""
+    per_sm = op.extra.get("blocks_per_sm") if op.extra else None
+    return (op.op, op.bytes, op.host_memory, op.is_async, op.duration_us, op.blocks,
+            op.threads, op.block_us, op.flops, per_sm)  # fmt: skip
+
+
+def _queue(
+    op: Op,
+    engine: Engine | None,
+    stream: int,
+    streams: list[StreamFacts],
+    queue_count: int,
+    preset: DevicePreset,
+) -> int:
+    if engine is None:
+        return -1
+    if preset.hardware_queues == "fermi":
+        # One compute queue (0) and one queue per copy engine, filled in issue order.
+        if op.op == "h2d":
+            return 1
+        if op.op == "d2h":
+            return 1 if preset.shared_copy_engine else 2
+        return 0
+    if preset.copy_queue_per_stream and op.op in ("h2d", "d2h"):
+        return queue_count - len(streams) + stream  # each stream's copies: a queue of their own
+    return streams[stream].queue
+
+
+def _engine_class(kind: str, preset: DevicePreset) -> int:
+    if kind in ("h2d", "d2h"):
+        return H2D_CLASS if kind == "h2d" or preset.shared_copy_engine else D2H_CLASS
+    if kind in ("kernel", "d2d", "memset"):
+        return SMS
+    return CALLBACK_CLASS if kind == "host_func" else NO_CLASS
+
+
+def _host_and_solo(op: Op, preset: DevicePreset) -> tuple[HostCall, int, KernelShape | int | None]:
+    """What the host does on the call, the op's time alone (-1: none) and its kernel shape or
+    staging time."""
+    name = op.op
+    duration = None if op.duration_us is None else round(op.duration_us * 1000.0)
+    nbytes = op.bytes or 0
+    if name == "d2d":
+        solo = duration if duration is not None else preset.copy_ns("d2d", nbytes, "pinned")
+        return HostCall.ENQUEUE, solo, None
+    if name in ("h2d", "d2h"):
+        memory = op.effective_host_memory
+        solo = duration if duration is not None else preset.copy_ns(name, nbytes, memory)
+        sync = not op.effective_async
+        if name == "h2d" and memory == "pageable" and not sync:
+            staging = round(nbytes / preset.pageable_host_gbps("h2d", nbytes))
+            stage = duration if duration is not None else staging
+            return HostCall.ENQUEUE_AND_STAGE, solo, stage
+        stage = None
+        chunk = preset.pageable_d2h_chunk_bytes
+        if name == "d2h" and memory == "pageable" and chunk:
+            stage = round(min(nbytes, chunk) / preset.pageable_host_gbps("d2h", nbytes))
+        waits = sync or memory == "pageable"
+        return (HostCall.ENQUEUE_AND_WAIT if waits else HostCall.ENQUEUE), solo, stage
+    if name == "memset":
+        solo = duration if duration is not None else preset.memset_ns(nbytes)
+        call = HostCall.ENQUEUE if op.effective_async else HostCall.ENQUEUE_BARRIER
+        return call, solo, None
+    if name == "kernel":
+        return (HostCall.ENQUEUE, *_kernel(op, preset, duration))
+    if name in ("event_record", "event_wait"):
+        return HostCall.ENQUEUE, 0, None
+    if name == "host_func":
+        return HostCall.ENQUEUE, duration or 0, None
+    if name == "host":
+        return HostCall.BUSY, duration or 0, None
+    call = {
+        "stream_sync": HostCall.WAIT_STREAM,
+        "event_sync": HostCall.WAIT_EVENT,
+        "device_sync": HostCall.WAIT_ALL,
+        "free": HostCall.WAIT_ALL,  # cudaFree synchronises the device
+        "malloc": HostCall.BARRIER,
+    }[name]
+    return call, -1, None
+
+
+def _kernel(op: Op, preset: DevicePreset, duration: int | None) -> tuple[int, KernelShape]:
+    """A kernel's time alone (its blocks' waves plus the kernel overhead) and its shape."""
+    threads = op.threads or 256
+    blocks = op.blocks or 1
+    per_sm = residency(preset, threads, op.extra.get("blocks_per_sm"))
+    n_waves = waves(preset, blocks, per_sm)
+    if op.block_us is not None:
+        total = max(1, round(op.block_us * 1000.0)) * n_waves
+    elif duration is not None:
+        total = max(1, duration)
+    else:
+        total = preset.roofline_ns(op.flops, op.bytes, blocks, threads, per_sm)
+    shape = KernelShape(
+        blocks=blocks,
+        slots_per_block=preset.max_threads_per_sm // per_sm,
+        max_resident=preset.sm_count * per_sm,
+        block_ns=total / n_waves,
+    )
+    return total + round(preset.kernel_overhead_us * 1000.0), shape

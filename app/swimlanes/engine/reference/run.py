@@ -1,0 +1,484 @@
+"""The reference simulation: the host thread, streams, hardware queues and the event loop.
+
+The rules are the package docstring's; each is implemented in one method here (or in
+``devices.py``), named after it.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+from dataclasses import dataclass, field
+
+from swimlanes.engine.presets import DevicePreset
+from swimlanes.engine.reference.devices import (
+    D2H,
+    H2D,
+    BatchEnd,
+    CallbackEnd,
+    Clock,
+    CopyEnd,
+    CopyEngines,
+    CopyRestOver,
+    QueueTimer,
+    ReadyCopy,
+    Sms,
+    SmWork,
+)
+from swimlanes.engine.reference.program import (
+    CALLBACK_CLASS,
+    NO_CLASS,
+    Engine,
+    HostCall,
+    OpFacts,
+    StreamClass,
+    StreamFacts,
+)
+
+HOST = -1  # the host thread, as a waiter on an op
+NEVER = 1 << 62  # the host's time while it waits or once it is done
+# How late a blocking call returns after the work it waited for, per call (preset keys).
+_SYNC_RETURN_KEY = {
+    HostCall.ENQUEUE_AND_WAIT: "sync_copy",
+    HostCall.WAIT_STREAM: "stream_sync",
+    HostCall.WAIT_EVENT: "event_sync",
+    HostCall.WAIT_ALL: "device_sync",
+}
+
+
+@dataclass
+class OpState:
+    """What happened to one op; times in ns, -1: not (yet)."""
+
+    issue_end: int = -1
+    ready_at: int = -1  # when it may leave its queue as far as its own call goes
+    deps: tuple[int, ...] = ()  # ops it waits for (first: its stream predecessor, if any)
+    start: int = -1
+    end: int = -1
+    done: int = -1  # when its completion is visible to the ops and host calls that wait
+    engine: int = -1
+    engine_class: int = NO_CLASS  # event ops take the class of the op that released them
+    waiters: list[int] = field(default_factory=list)  # queues (or HOST) to look at when done
+
+
+@dataclass
+class FermiGroup:
+    """Kernels launched back to back on different streams: they signal completion together."""
+
+    running: int = 0
+    ended: list[int] = field(default_factory=list)
+
+
+class Simulation:
+    """One run of a program on a preset (see the package docstring)."""
+
+    def __init__(
+        self, ops: list[OpFacts], streams: list[StreamFacts], queue_count: int, preset: DevicePreset
+    ) -> None:
+        self.ops, self.streams, self.preset = ops, streams, preset
+        self.state = [OpState(engine_class=op.engine_class) for op in ops]
+        self.edges: list[tuple[int, int, str]] = []
+        self.clock = Clock()
+        self.copies = CopyEngines(preset, self.clock)
+        self.sms = Sms(preset, self.clock)
+        self.compute_engine = len(self.copies.names)
+        self.queues: list[deque[int]] = [deque() for _ in range(queue_count)]
+        self.to_examine: list[int] = []  # queues (or HOST) to look at now: last added, first
+        self.new_work = False  # an engine got work (or got free) in this instant
+        self.arrivals = 0  # kernels that reached the block scheduler so far
+        self.latency = _latency_table(preset)
+        # Streams: their last enqueued op, and what they have synchronised with already.
+        n_streams = len(streams)
+        self.tail = [-1] * n_streams
+        self.covered = [-1] * n_streams  # each blocking stream's op the legacy stream waited on
+        self.seen_default = [-1] * n_streams  # the legacy op a blocking stream waited on
+        self.seen_barrier = [0] * n_streams
+        self.last_default = -1
+        self.barrier_id = 0
+        self.barrier_ops: list[int] = []
+        self.record_of = _event_records(ops)
+        self.next_in_stream = _next_in_stream(ops)
+        # Hardware queues shared by streams: which stream left each last, and when.
+        self.queue_last = [(-1, -1, -1)] * queue_count  # (stream, op, time)
+        self.shared_queues = _shared_queues(ops, streams, preset)
+        self.fermi_groups: dict[int, FermiGroup] = {}
+        self.last_kernel: tuple[int, int, FermiGroup] = (-2, -1, FermiGroup())
+        # The host thread.
+        gap = round(preset.host_call_gap_us * 1000.0)
+        self.host_i = 0
+        self.host_t = ops[0].cost_ns - gap if ops else NEVER
+        self.host_wait: list[int] = []
+
+    # -- the event loop ------------------------------------------------------------------------
+    def run(self) -> None:
+        """Host calls at an instant come before device events at it; device events at one
+        instant in the order they were scheduled; after each, every queue to look at is looked
+        at; idle engines take new work once nothing else happens at the instant."""
+        self._draw_event_edges()
+        while True:
+            next_event = self.clock.next_time()
+            if next_event is None or self.host_t <= next_event:
+                if self.host_t >= NEVER:
+                    break
+                t = self.host_t
+                self.host_call(t)
+            else:
+                t, event = self.clock.pop()
+                self.handle(event, t)
+            self.examine_all(t)
+            next_event = self.clock.next_time()
+            if self.new_work and (next_event is None or next_event > t) and self.host_t > t:
+                self.new_work = False
+                started: list[int] = []
+                if self.copies.has_ready():
+                    self.copies.dispatch(t, started)
+                self.sms.dispatch(t, started)
+                for op in started:
+                    self.state[op].start = t
+
+    def handle(self, event: object, t: int) -> None:
+        if isinstance(event, QueueTimer):
+            self.examine(event.queue, t)
+        elif isinstance(event, CopyEnd):
+            if event.version == event.engine.version:  # else its speed changed since: stale
+                op = self.copies.finish(event.engine, t)
+                self.state[op].engine = event.engine.index
+                self.complete(op, t, with_latency=True)
+                self.new_work = True
+        elif isinstance(event, CopyRestOver):
+            self.new_work = True
+        elif isinstance(event, BatchEnd):
+            self.new_work = True
+            if self.sms.batch_end(event.work, event.blocks, t):
+                # (Mirrors the fast engine: a kernel's end wakes the queues waiting for it
+                # after their latency only when no queue is shared and no Fermi group exists.)
+                plain = not (self.shared_queues or self.preset.completion_signal_delay)
+                self.complete(event.work.op, t, with_latency=plain)
+        elif isinstance(event, CallbackEnd):
+            self.complete(event.op, t, with_latency=False)
+
+    # -- rule 1: the host thread ----------------------------------------------------------------
+    def host_call(self, t: int) -> None:
+        """The call of op ``host_i`` takes effect at ``t`` (its issue cost spent)."""
+        i = self.host_i
+        op, state = self.ops[i], self.state[i]
+        call = op.call
+        busy = 0
+        wait: list[int] = []
+        if op.engine is not None:
+            if call is HostCall.ENQUEUE_BARRIER:
+                self.implicit_sync()  # the synchronous memset waits for all earlier work
+            self.enqueue(i, t)
+            if call is HostCall.ENQUEUE_AND_WAIT:
+                wait = [i]
+            elif call is HostCall.ENQUEUE_AND_STAGE:
+                busy = op.stage_ns or 0
+                chunk = self.preset.pageable_h2d_chunk_bytes
+                if chunk:  # the DMA may start once the first chunk is staged
+                    first = busy if op.nbytes <= chunk else busy * chunk // op.nbytes
+                    state.ready_at += first
+            elif call is HostCall.ENQUEUE_BARRIER:
+                self.barrier_ops = [i]  # and later work waits for it
+                self.barrier_id += 1
+        elif call is HostCall.WAIT_STREAM:
+            last = self.tail[op.stream] if op.stream >= 0 else -1
+            wait = [last] if last >= 0 else []
+        elif call is HostCall.WAIT_EVENT:
+            record = self.record_of.get(i, -1)
+            wait = [record] if record >= 0 else []
+        elif call is HostCall.WAIT_ALL:
+            wait = [x for x in self.tail if x >= 0]
+        elif call is HostCall.BUSY:
+            busy = op.solo_ns
+        elif call is HostCall.BARRIER:
+            self.implicit_sync()
+        if wait:
+            self.host_wait = wait
+            self.host_t = NEVER
+            self.check_host(t)
+        else:
+            self.host_return(t + busy, -1)
+
+    def check_host(self, t: int) -> None:
+        """A blocking call returns once all it waits for is done, ``sync_return`` later."""
+        for x in self.host_wait:
+            if self.state[x].done < 0:
+                self.state[x].waiters.append(HOST)
+                return
+        last = max(self.host_wait, key=lambda x: self.state[x].done)
+        self.host_wait = []
+        op = self.ops[self.host_i]
+        lag = self.preset.sync_return_ns(_SYNC_RETURN_KEY[op.call])
+        if op.call is HostCall.ENQUEUE_AND_WAIT and op.stage_ns is not None:
+            lag += op.stage_ns  # a pageable D2H returns once its last chunk is copied out
+        self.host_return(max(t, self.state[last].done + lag) if lag else t, last)
+
+    def host_return(self, t: int, released_by: int) -> None:
+        i = self.host_i
+        self.state[i].issue_end = t
+        if released_by >= 0 and released_by != i:
+            self.edges.append((released_by, i, "host"))
+        self.host_i = i + 1
+        self.host_t = t + self.ops[i + 1].cost_ns if i + 1 < len(self.ops) else NEVER
+
+    # -- rules 2 and 3: stream order, events, the legacy default stream, implicit syncs -----------
+    def enqueue(self, i: int, t: int) -> None:
+        op, state = self.ops[i], self.state[i]
+        s = op.stream
+        state.deps = self.stream_deps(i, s)
+        self.tail[s] = i
+        state.ready_at = t + self.launch_latency(op)
+        queue = self.queues[op.queue]
+        queue.append(i)
+        if len(queue) == 1:  # at the head: it may leave at once
+            self.to_examine.append(op.queue)
+
+    def stream_deps(self, i: int, s: int) -> tuple[int, ...]:
+        """The ops op ``i`` waits for on its stream ``s``; draws the edges."""
+        prev = self.tail[s]
+        deps = [prev] if prev >= 0 else []
+        if prev >= 0:
+            self.edges.append((prev, i, "stream"))
+        if self.ops[i].kind == "event_wait" and self.record_of.get(i, -1) >= 0:
+            deps.append(self.record_of[i])
+        klass = self.streams[s].klass
+        if klass is StreamClass.LEGACY:
+            # It waits for every blocking stream's last op (once per op).
+            for b, other in enumerate(self.streams):
+                last = self.tail[b]
+                if other.klass is StreamClass.BLOCKING and last >= 0 and last != self.covered[b]:
+                    deps.append(last)
+                    self.edges.append((last, i, "default_stream"))
+                    self.covered[b] = last
+            self.last_default = i
+        elif klass is StreamClass.BLOCKING:
+            # It waits for the last legacy op it has not waited for yet.
+            last = self.last_default
+            if last >= 0 and last != self.seen_default[s]:
+                self.seen_default[s] = last
+                deps.append(last)
+                self.edges.append((last, i, "default_stream"))
+        if self.seen_barrier[s] != self.barrier_id:  # its first op after an implicit sync
+            self.seen_barrier[s] = self.barrier_id
+            for b in self.barrier_ops:
+                if b not in (prev, i):
+                    deps.append(b)
+                    self.edges.append((b, i, "default_stream"))
+        return tuple(deps)
+
+    def implicit_sync(self) -> None:
+        """Device-wide implicit synchronisation: later work waits for all work not done yet."""
+        self.barrier_ops = [x for x in self.tail if x >= 0 and self.state[x].done < 0]
+        self.barrier_id += 1
+
+    def launch_latency(self, op: OpFacts) -> int:
+        us = {
+            "kernel": self.preset.kernel_launch_latency_us,
+            "h2d": self.preset.copy_launch_latency_us,
+            "d2h": self.preset.copy_launch_latency_us,
+            "host_func": self.preset.host_func_latency_us,
+        }.get(op.kind, 0.0)
+        return round(us * 1000.0)
+
+    def _draw_event_edges(self) -> None:
+        """Each event wait's edge: from its record to the next op of its stream that is not
+        itself a wait."""
+        for i, op in enumerate(self.ops):
+            record = self.record_of.get(i, -1)
+            if op.kind != "event_wait" or record < 0:
+                continue
+            x = self.next_in_stream[i]
+            while x >= 0 and self.ops[x].kind == "event_wait":
+                x = self.next_in_stream[x]
+            if x >= 0:
+                self.edges.append((record, x, "event"))
+
+    # -- rule 4: hardware queues ----------------------------------------------------------------
+    def examine_all(self, t: int) -> None:
+        while self.to_examine:
+            q = self.to_examine.pop()
+            if q != HOST:
+                self.examine(q, t)
+            elif self.host_wait:
+                self.check_host(t)
+
+    def examine(self, q: int, t: int) -> None:
+        """Send queue ``q``'s head ops to their engines while they may go."""
+        queue = self.queues[q]
+        while queue:
+            i = queue[0]
+            state = self.state[i]
+            blocked = next((d for d in state.deps if self.state[d].done < 0), -1)
+            if blocked >= 0:
+                self.state[blocked].waiters.append(q)
+                return
+            ready = self.may_start(i)
+            if ready > t:
+                self.clock.at(ready, QueueTimer(q))
+                return
+            queue.popleft()
+            if self.shared_queues:
+                self.note_queue_delay(q, i, ready, t)
+            self.to_engine(i, t)
+
+    def may_start(self, i: int) -> int:
+        """When op ``i``, its dependencies done, may leave its queue: its call's latency, and
+        each dependency's latency from the engine it ran on to this op's."""
+        state = self.state[i]
+        ready = state.ready_at
+        if self.latency is None or not state.deps:
+            return ready
+        if state.engine_class == NO_CLASS:  # an event op passes on its releaser's engine
+            last = max(state.deps, key=lambda d: self.state[d].done)
+            state.engine_class = self.state[last].engine_class
+            return ready
+        for d in state.deps:
+            delay = self.latency(self.state[d].engine_class, state.engine_class)
+            ready = max(ready, self.state[d].done + delay)
+        return ready
+
+    def note_queue_delay(self, q: int, i: int, ready: int, t: int) -> None:
+        """A "queue" edge: op ``i`` leaves right after another stream's op left the same
+        queue at the same instant, and could have left earlier but for that op."""
+        s = self.ops[i].stream
+        prev_stream, prev_op, prev_t = self.queue_last[q]
+        self.queue_last[q] = (s, i, t)
+        if prev_stream < 0 or prev_stream == s or prev_t != t:
+            return
+        own = max([ready, *(self.state[d].done for d in self.state[i].deps)])
+        if own < t:
+            self.edges.append((prev_op, i, "queue"))
+
+    def complete(self, i: int, t: int, with_latency: bool) -> None:
+        """Op ``i`` ended on its engine at ``t``: its waiters look again (rule 8 aside)."""
+        self.state[i].end = t
+        if self.preset.completion_signal_delay and self.ops[i].kind == "kernel":
+            group = self.fermi_groups.pop(i)
+            group.running -= 1
+            group.ended.append(i)
+            if group.running:
+                return
+            visible, group.ended = group.ended, []
+        else:
+            visible = [i]
+        for x in visible:
+            self.state[x].done = t
+            waiters, self.state[x].waiters = self.state[x].waiters, []
+            if with_latency and self.latency is not None:
+                self.wake_after_latency(x, waiters, t)
+            else:
+                self.to_examine.extend(waiters)
+
+    def wake_after_latency(self, i: int, waiters: list[int], t: int) -> None:
+        """Each queue waiting for ``i`` looks again once the latency from ``i`` to its head
+        has passed (at once without one)."""
+        for q in waiters:
+            if q != HOST and self.queues[q]:
+                head = self.state[self.queues[q][0]]
+                delay = self.latency(self.state[i].engine_class, head.engine_class)
+                if delay:
+                    self.clock.at(t + delay, QueueTimer(q))
+                    continue
+            self.to_examine.append(q)
+
+    # -- rules 5 to 8: engines --------------------------------------------------------------------
+    def to_engine(self, i: int, t: int) -> None:
+        op, state = self.ops[i], self.state[i]
+        if op.engine is Engine.INSTANT:
+            state.start = t
+            self.complete(i, t, with_latency=False)
+        elif op.engine is Engine.CALLBACK:
+            state.start = t
+            if op.solo_ns > 0:
+                self.clock.at(t + op.solo_ns, CallbackEnd(i))
+            else:
+                self.complete(i, t, with_latency=False)
+        elif op.engine is Engine.COPY:
+            direction = H2D if op.kind == "h2d" else D2H
+            ready = ReadyCopy(t, i, op.stream, direction, op.solo_ns)
+            self.copies.pool_of(direction).append(ready)
+            self.new_work = True
+        else:
+            self.to_sms(i)
+
+    def to_sms(self, i: int) -> None:
+        op, p = self.ops[i], self.preset
+        if op.kernel is not None:
+            if p.completion_signal_delay:
+                self.join_fermi_group(i, op.stream)
+            shape = op.kernel
+            work = SmWork(i, self.streams[op.stream].priority, self.arrivals, shape.blocks,
+                          shape.slots_per_block, shape.max_resident, shape.block_ns,
+                          round(p.kernel_overhead_us * 1000.0))  # fmt: skip
+        else:  # d2d and memset: one wave of 256-thread blocks over every SM
+            per_sm = max(1, min(p.max_blocks_per_sm, p.max_threads_per_sm // 256))
+            work = SmWork(i, self.streams[op.stream].priority, self.arrivals, p.sm_count,
+                          p.max_threads_per_sm // per_sm, p.sm_count * per_sm,
+                          float(max(1, op.solo_ns)))  # fmt: skip
+        self.arrivals += 1
+        self.sms.add(work)
+        self.state[i].engine = self.compute_engine
+        self.new_work = True
+
+    def join_fermi_group(self, i: int, s: int) -> None:
+        """A kernel launched right after the kernel issued just before it, from another stream,
+        while that one's group runs, joins that group."""
+        prev, prev_stream, group = self.last_kernel
+        if not (prev == i - 1 and prev_stream != s and group.running > 0):
+            group = FermiGroup()
+        group.running += 1
+        self.fermi_groups[i] = group
+        self.last_kernel = (i, s, group)
+
+
+def _latency_table(preset: DevicePreset):
+    """The delay from an op's completion on one engine class to a waiting op's start on
+    another, or None when the preset has none."""
+    sms = round(preset.kernel_dependency_latency_us * 1000.0)
+    other = round(preset.dependency_latency_us * 1000.0)
+    callback = round(preset.host_func_latency_us * 1000.0)
+    if not (sms or other or callback):
+        return None
+
+    def latency(a: int, b: int) -> int:
+        if a == NO_CLASS or b == NO_CLASS:
+            return 0
+        if b == CALLBACK_CLASS:
+            return callback  # a host function waits for its callback thread to wake
+        if a != b:
+            return other
+        return sms if a == 0 else 0  # copies of one class: their engine spaces them
+
+    return latency
+
+
+def _event_records(ops: list[OpFacts]) -> dict[int, int]:
+    """Per event_wait and event_sync: the latest event_record of its event before it."""
+    latest: dict[str | None, int] = {}
+    record_of = {}
+    for i, op in enumerate(ops):
+        if op.kind == "event_record":
+            latest[op.event] = i
+        elif op.kind in ("event_wait", "event_sync") and op.event in latest:
+            record_of[i] = latest[op.event]
+    return record_of
+
+
+def _next_in_stream(ops: list[OpFacts]) -> list[int]:
+    after = [-1] * len(ops)
+    last: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        if op.engine is None:
+            continue
+        if op.stream in last:
+            after[last[op.stream]] = i
+        last[op.stream] = i
+    return after
+
+
+def _shared_queues(ops: list[OpFacts], streams: list[StreamFacts], preset: DevicePreset) -> bool:
+    """Whether some hardware queue carries ops of more than one stream."""
+    if preset.hardware_queues == "fermi":
+        return True
+    if preset.copy_queue_per_stream:  # a stream's copies and other work: two queues
+        return True
+    return len({s.queue for s in streams}) < len(streams)
