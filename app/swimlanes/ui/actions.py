@@ -85,7 +85,9 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
     undo.setShortcut(QKeySequence(Key.Undo))
     undo.setIcon(window.style().standardIcon(SP.SP_ArrowBack))
     redo = undo_stack.createRedoAction(window, "&Redo")
-    redo.setShortcut(QKeySequence(Key.Redo))
+    # Ctrl+Y as well as the platform's redo key (Ctrl+Shift+Z on Linux)
+    redo_keys = QKeySequence.keyBindings(Key.Redo)
+    redo.setShortcuts(redo_keys + [k for k in [QKeySequence("Ctrl+Y")] if k not in redo_keys])
     redo.setIcon(window.style().standardIcon(SP.SP_ArrowForward))
     play = a(
         window,

@@ -17,7 +17,6 @@ from typing import Any
 import numpy as np
 from PySide6.QtCore import (
     QAbstractTableModel,
-    QItemSelection,
     QItemSelectionModel,
     QModelIndex,
     QPersistentModelIndex,
@@ -28,6 +27,7 @@ from PySide6.QtGui import QColor
 from PySide6.QtWidgets import QCheckBox, QHBoxLayout, QLabel, QTableView, QVBoxLayout, QWidget
 
 from swimlanes.timeline.timeline import NO_TIME, Timeline
+from swimlanes.ui.selection_ranges import rows_selection
 
 _FLAG_TINT = QColor(213, 94, 0, 60)  # Okabe-Ito vermillion, translucent: readable in both themes
 
@@ -168,6 +168,13 @@ class ComparisonTableModel(QAbstractTableModel):
     def program_index(self, row: int) -> int:
         return int(self._cols["index"][self._order[row]])
 
+    def rows_of_program_indexes(self, program_indexes: list[int]) -> np.ndarray:
+        """The view rows showing these ops, ascending (absent or filtered-out ones left out)."""
+        if not len(self._order) or not program_indexes:
+            return np.zeros(0, dtype=np.int64)
+        shown = self._cols["index"][self._order]
+        return np.flatnonzero(np.isin(shown, np.asarray(program_indexes, dtype=np.int64)))
+
     def row_of_program_index(self, program_index: int) -> int | None:
         """The view row showing this op (None if absent or filtered out)."""
         if not len(self._order):
@@ -239,6 +246,13 @@ class ComparisonTable(QWidget):
         header.setStretchLastSection(True)
         # Widths from the first rows only: measuring every cell took a second at 1,000 ops.
         header.setResizeContentsPrecision(50)
+        # A header paints each section asking whether its neighbours' whole columns are selected,
+        # which walks every row (260,000 calls into the model, 0.2 s, after Select All of 10,000
+        # ops). The headers get a selection model of their own that stays empty.
+        self._header_selection = QItemSelectionModel(self.model, self)
+        header.setHighlightSections(False)
+        header.setSelectionModel(self._header_selection)
+        self.view.verticalHeader().setSelectionModel(self._header_selection)
         self.view.selectionModel().selectionChanged.connect(self._on_view_selection)
         self.flagged_only = QCheckBox("Flagged only", self)
         self.flagged_only.toggled.connect(self._on_flagged_only)
@@ -300,16 +314,12 @@ class ComparisonTable(QWidget):
         """Select these ops' rows (no signal) and scroll to the first."""
         self._syncing = True
         try:
-            selection = QItemSelection()
-            for i in program_indexes:
-                row = self.model.row_of_program_index(i)
-                if row is not None:
-                    left = self.model.index(row, 0)
-                    selection.select(left, left.siblingAtColumn(len(COLUMNS) - 1))
+            rows = self.model.rows_of_program_indexes(program_indexes)
+            selection = rows_selection(rows, self.model.index, len(COLUMNS) - 1)
             flags = QItemSelectionModel.SelectionFlag.ClearAndSelect
             self.view.selectionModel().select(selection, flags)
-            if not selection.isEmpty():
-                self.view.scrollTo(selection.indexes()[0])
+            if len(rows):
+                self.view.scrollTo(self.model.index(int(rows[0]), 0))
         finally:
             self._syncing = False
 

@@ -41,6 +41,7 @@ from swimlanes.ui.device_controls import DeviceControls
 from swimlanes.ui.dialogs import FileHandling
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor import HostProgramPanel, Inspector, LaneEditor, OpPalette
+from swimlanes.ui.editor.undo_keys import DocumentUndoKeys
 from swimlanes.ui.gantt.side_by_side import ComparisonCharts
 from swimlanes.ui.gantt.summary import SummaryStrip
 from swimlanes.ui.gpu_runner import GpuRunner
@@ -234,6 +235,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         a.select_all.triggered.connect(
             lambda: c.set_selection([op.uid for op in c.pipeline.program])
         )
+        self.undo_keys = DocumentUndoKeys(self, [a.undo, a.redo])
         a.simulate.triggered.connect(self.sim_runner.simulate_now)
         a.play.toggled.connect(self.set_playing)
         a.fit_all.triggered.connect(self.charts.fit_all)

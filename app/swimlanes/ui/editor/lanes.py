@@ -298,10 +298,13 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
     # -- selection ------------------------------------------------------------------------
     def _apply_selection(self) -> None:
         self._syncing = True
+        # one selectionChanged per block would call back into Python 10,000 times on Select All
+        signals_were_blocked = self.scene().blockSignals(True)
         try:
             wanted = set(self.controller.selection())
             for uid, item in self._blocks.items():
-                item.setSelected(uid in wanted)
+                if item.isSelected() != (uid in wanted):
+                    item.setSelected(uid in wanted)
             selected = self.controller.selected_stream()
             self.viewport().update()  # the selected stream's lane is drawn highlighted
             for header in self._headers:
@@ -309,6 +312,7 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
                     header.selected = header.key == selected
                     header.update()
         finally:
+            self.scene().blockSignals(signals_were_blocked)
             self._syncing = False
 
     def _on_selection_changed(self) -> None:

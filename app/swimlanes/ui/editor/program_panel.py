@@ -10,7 +10,6 @@ import json
 
 from PySide6.QtCore import (
     QAbstractListModel,
-    QItemSelection,
     QItemSelectionModel,
     QMimeData,
     QModelIndex,
@@ -31,6 +30,7 @@ from swimlanes.model.edits import MoveOps, RemoveOps, move_index_for_insertion
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.code_lines import program_lines
 from swimlanes.ui.icons import op_icon
+from swimlanes.ui.selection_ranges import rows_selection
 
 #: Icon size of a program line: compact rows, so the panel shows more of the program.
 PROGRAM_ICON_PX = 18
@@ -237,13 +237,10 @@ class HostProgramPanel(QWidget):
     def _apply_selection(self) -> None:
         self._syncing = True
         try:
-            selection = QItemSelection()
-            for row in self.controller.selected_indexes():
-                index = self.model.index(row)
-                selection.select(index, index)
+            rows = self.controller.selected_indexes()
+            selection = rows_selection(rows, lambda row, _column: self.model.index(row))
             flags = QItemSelectionModel.SelectionFlag.ClearAndSelect
             self.list.selectionModel().select(selection, flags)
-            rows = self.controller.selected_indexes()
             if rows:
                 current = self.model.index(rows[0])
                 self.list.selectionModel().setCurrentIndex(
