@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import configparser
+import re
+import shutil
 import subprocess
 import sys
 import tomllib
@@ -45,6 +47,50 @@ def test_desktop_entry_and_metainfo_are_well_formed() -> None:
     root = ET.parse(REPO / "packaging/linux/io.github.swimlanes.Swimlanes.metainfo.xml").getroot()
     assert root.findtext("id") == "io.github.swimlanes.Swimlanes"
     assert root.find("launchable").text == "io.github.swimlanes.Swimlanes.desktop"
+
+
+DESKTOP_ENTRY = REPO / "packaging/linux/io.github.swimlanes.Swimlanes.desktop"
+METAINFO = REPO / "packaging/linux/io.github.swimlanes.Swimlanes.metainfo.xml"
+
+
+def _validator(name: str) -> str:
+    path = shutil.which(name)
+    if path is None:
+        pytest.skip(f"{name} is not installed (Debian: desktop-file-utils, appstream)")
+    return path
+
+
+def test_desktop_entry_passes_desktop_file_validate() -> None:
+    out = subprocess.run(
+        [_validator("desktop-file-validate"), str(DESKTOP_ENTRY)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    # Errors fail it (exit code), and so do warnings and hints (an app listed twice in menus).
+    assert out.returncode == 0 and out.stdout.strip() == "", out.stdout + out.stderr
+
+
+def test_metainfo_passes_appstreamcli_validate() -> None:
+    out = subprocess.run(
+        [_validator("appstreamcli"), "validate", "--no-net", "--explain", str(METAINFO)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert out.returncode == 0, out.stdout + out.stderr
+    # Pedantic notes may stay (the reverse-DNS id keeps its capital letter); nothing worse.
+    assert not re.search(r"^[EWI]: ", out.stdout, re.MULTILINE), out.stdout
+
+
+def test_desktop_entry_icon_and_metainfo_name_the_app_id() -> None:
+    entry = configparser.ConfigParser(interpolation=None)
+    entry.optionxform = str
+    entry.read(DESKTOP_ENTRY)
+    app_id = ET.parse(METAINFO).getroot().findtext("id")
+    assert entry["Desktop Entry"]["Icon"] == app_id
+    assert (REPO / f"packaging/linux/{app_id}.svg").is_file()
+    assert DESKTOP_ENTRY.name == f"{app_id}.desktop" and METAINFO.name == f"{app_id}.metainfo.xml"
 
 
 def test_wheel_contains_resources_and_console_script(tmp_path: Path) -> None:
