@@ -12,6 +12,7 @@ Units: bandwidths in GB/s (1 GB = 1e9 bytes), times in microseconds, flops in TF
 from __future__ import annotations
 
 import math
+from bisect import bisect_left
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any
@@ -286,18 +287,38 @@ class DevicePreset:
 
 
 def _interpolate_gbps(table: list[list[float]], nbytes: int) -> float:
-    """Bandwidth at ``nbytes`` from measured points, linear in log(size), clamped at the ends."""
-    points = sorted(table)
-    if nbytes <= points[0][0]:
-        return points[0][1]
-    if nbytes >= points[-1][0]:
-        return points[-1][1]
-    x = math.log(nbytes)
-    for (s0, b0), (s1, b1) in zip(points, points[1:], strict=False):
-        if s0 <= nbytes <= s1:
-            f = (x - math.log(s0)) / (math.log(s1) - math.log(s0)) if s1 > s0 else 0.0
-            return b0 + f * (b1 - b0)
-    return points[-1][1]  # unreachable: the loop covers the range
+    """Bandwidth at ``nbytes`` from measured points, linear in log(size), clamped at the ends.
+
+    Between two points: the first segment whose ends hold ``nbytes`` (found by bisection in
+    the sorted sizes, which the planner asks for once per copy of its own size)."""
+    sizes, rates, logs = _sorted_points(table)
+    if nbytes <= sizes[0]:
+        return rates[0]
+    if nbytes >= sizes[-1]:
+        return rates[-1]
+    j = bisect_left(sizes, nbytes)  # sizes[j - 1] < nbytes <= sizes[j]
+    log0, log1 = logs[j - 1], logs[j]
+    f = (math.log(nbytes) - log0) / (log1 - log0)
+    b0 = rates[j - 1]
+    return b0 + f * (rates[j] - b0)
+
+
+#: Per table (by identity; the table is kept so that its id stays its own): its points sorted
+#: as (sizes, rates, log sizes). Presets are frozen and their tables are never changed.
+_SORTED_TABLES: dict[int, tuple[list, tuple[list, list, list]]] = {}
+
+
+def _sorted_points(table: list[list[float]]) -> tuple[list, list, list]:
+    entry = _SORTED_TABLES.get(id(table))
+    if entry is None or entry[0] is not table:
+        if len(_SORTED_TABLES) >= 256:  # presets made on the fly (bands, calibration)
+            _SORTED_TABLES.clear()
+        points = sorted(table)
+        sizes = [p[0] for p in points]
+        # math.log refuses sizes <= 0 (the validated presets have none) only when used.
+        logs = [math.log(x) if x > 0 else math.nan for x in sizes]
+        entry = _SORTED_TABLES[id(table)] = (table, (sizes, [p[1] for p in points], logs))
+    return entry[1]
 
 
 _PCIE2_COSTS = _issue_costs(

@@ -238,7 +238,9 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.undo_keys = DocumentUndoKeys(self, [a.undo, a.redo])
         a.simulate.triggered.connect(self.sim_runner.simulate_now)
         a.play.toggled.connect(self.set_playing)
-        a.fit_all.triggered.connect(self.charts.fit_all)
+        # Ctrl+0 and the zoom, history and search actions of the charts, after it in View
+        zooms = self.charts.navigation.add_actions(self, self.menus.view, a.fit_all)
+        self.charts.search.add_actions(self, self.menus.view, zooms[-1])
         a.overlay.toggled.connect(self.charts.set_overlay_enabled)
         a.run_gpu.triggered.connect(self.run_on_gpu)
         a.cancel_gpu.triggered.connect(self.gpu_runner.cancel)

@@ -27,6 +27,7 @@ from swimlanes.ui.gantt.decorations import (
     LegendBar,
     RowBandsItem,
 )
+from swimlanes.ui.gantt.matches import SearchMarksItem
 from swimlanes.ui.gantt.rows import (
     ChartRows,
     build_rows,
@@ -84,6 +85,8 @@ class GanttChart(QWidget):
         self._overlay = GanttBarsItem(outline_only=True)
         self._overlay.setZValue(5)
         self._arrows = DependencyArrowsItem()
+        self._matches = SearchMarksItem()  # search results, above the bars and the overlay
+        self._matches.setZValue(10)
         self._cursor = pg.InfiniteLine(angle=90, movable=False)
         self._cursor.setZValue(30)
         self._cursor.hide()
@@ -93,7 +96,7 @@ class GanttChart(QWidget):
         self._ruler_text.setZValue(26)
         for item in (self._bands, self._bars, self._occupancy, self._overlay, self._arrows):
             self._vb.addItem(item)
-        for item in (self._cursor, self._ruler, self._ruler_text):
+        for item in (self._matches, self._cursor, self._ruler, self._ruler_text):
             self._vb.addItem(item, ignoreBounds=True)
         self._ruler.hide()
         self._ruler_text.hide()
@@ -156,6 +159,7 @@ class GanttChart(QWidget):
         self._vb.setYRange(0, max(n, 1), padding=0)
         self.plot_widget.setMinimumHeight(self.minimum_plot_height())
         self._set_overlay_rows()
+        self._matches.set_rows(self.rows_model)
         self._refresh_marks()
         self._update_legend()
         if fit:
@@ -190,6 +194,20 @@ class GanttChart(QWidget):
         self._bars.set_highlight(sel)
         self._bars.set_flags(self._ops_of(self._flags))
         self._arrows.set_segments(dependency_segments(self.rows_model, sel[:50]))
+
+    def set_search_matches(
+        self, op_mask: np.ndarray | None, dim: bool = False, current: np.ndarray | None = None
+    ) -> None:
+        """Outline the ops a search found (a mask over timeline rows; None clears); ``dim``
+        veils every other bar; ``current`` (timeline rows) is the match stepped to."""
+        base = self.palette().color(QPalette.ColorRole.Base)
+        self._matches.veil = QColor(base.red(), base.green(), base.blue(), 200)
+        self._matches.current_pen = QPen(self._text_colour(), 3.0)
+        self._matches.set_matches(op_mask, dim, current)
+
+    def search_marks(self) -> SearchMarksItem:
+        """The item that draws search matches (tests and tools)."""
+        return self._matches
 
     def set_overlay(self, tl: Timeline | None) -> None:
         """Draw another timeline's device spans as outlines on this chart's rows."""

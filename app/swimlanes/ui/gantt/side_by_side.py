@@ -13,7 +13,9 @@ from PySide6.QtWidgets import QFrame, QLabel, QScrollArea, QSplitter, QVBoxLayou
 
 from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui.gantt.chart import GanttChart
+from swimlanes.ui.gantt.chart_search import ChartSearch
 from swimlanes.ui.gantt.decorations import LegendBar
+from swimlanes.ui.gantt.navigation import ChartNavigation
 from swimlanes.ui.gantt.rows import timeline_row_keys
 from swimlanes.ui.style import OKABE_ITO
 
@@ -129,6 +131,10 @@ class ComparisonCharts(QWidget):
         self._meas_pane.hide()
         self._retitle()
         self._update_legend()
+        # keys from anywhere in the window, zoom history, and search (Ctrl+F) over the charts
+        self.navigation = ChartNavigation(self)
+        self.search = ChartSearch(self, self.navigation)
+        box.insertWidget(0, self.search.bar)
 
     # -- data -------------------------------------------------------------------------------------
     def set_simulated(self, tl: Timeline | None, *, refit: bool = False) -> None:
@@ -145,6 +151,7 @@ class ComparisonCharts(QWidget):
         self._sync_rows()
         self._update_overlay()
         self._retitle()
+        self.search.refresh()
 
     def set_simulation_problem(self, message: str | None) -> None:
         """Fade the simulated schedule and say why (a failed or stopped simulation), or None
@@ -166,6 +173,7 @@ class ComparisonCharts(QWidget):
         self.set_simulation_problem(None)
         self._follows_data = True
         self._awaits_first = True
+        self.navigation.clear_history()
 
     def follows_data(self) -> bool:
         """Whether new results refit the time axis (until the user zooms or pans)."""
@@ -186,6 +194,7 @@ class ComparisonCharts(QWidget):
         self._update_overlay()
         self._retitle()
         self._update_legend()
+        self.search.refresh()
         if first:
             self.fit_all()
 
@@ -268,6 +277,11 @@ class ComparisonCharts(QWidget):
         self.simulated_chart.set_selection(indexes)
         self.measured_chart.set_selection(indexes)
 
+    def select_by_user(self, indexes: list[int]) -> None:
+        """Select ops as a click would: in both charts, and tell the editor."""
+        self.set_selection(indexes)
+        self.selection_changed.emit(list(indexes))
+
     def selection(self) -> list[int]:
         return self.simulated_chart.selection()
 
@@ -300,4 +314,9 @@ class ComparisonCharts(QWidget):
         return self.simulated_chart.x_range_ns()
 
     def set_x_range_ns(self, t0: int, t1: int) -> None:
+        self.simulated_chart.set_x_range_ns(t0, t1)
+
+    def set_x_range_by_user(self, t0: int, t1: int) -> None:
+        """Show [t0, t1] as the user's choice: new results no longer refit the axis."""
+        self._follows_data = False
         self.simulated_chart.set_x_range_ns(t0, t1)
