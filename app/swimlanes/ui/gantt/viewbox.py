@@ -1,9 +1,16 @@
-"""The chart's view box: x-only zoom and pan; clicks and ruler drags become signals."""
+"""The chart's view box: x-only zoom and pan; clicks and ruler drags become signals.
+
+The wheel zooms time around the mouse (with or without Ctrl, as profilers do); Shift+wheel
+and a sideways wheel or touchpad swipe pan it instead.
+"""
 
 from __future__ import annotations
 
 import pyqtgraph as pg
 from PySide6.QtCore import Qt, Signal
+
+#: A wheel notch with Shift pans this fraction of the visible time.
+WHEEL_PAN_STEP = 0.1
 
 
 class ChartViewBox(pg.ViewBox):
@@ -35,3 +42,14 @@ class ChartViewBox(pg.ViewBox):
             self.ruler_dragged.emit(a, b, ev.isFinish())
         else:
             super().mouseDragEvent(ev, axis)
+
+    def wheelEvent(self, ev, axis=None) -> None:  # noqa: ANN001, N802 - Qt override
+        sideways = ev.orientation() == Qt.Orientation.Horizontal
+        if not (sideways or ev.modifiers() & Qt.KeyboardModifier.ShiftModifier):
+            super().wheelEvent(ev, axis)
+            return
+        ev.accept()
+        lo, hi = self.viewRange()[0]
+        # wheel down (or a swipe to the left) moves on in time
+        self.translateBy(x=-ev.delta() / 120.0 * WHEEL_PAN_STEP * (hi - lo))
+        self.sigRangeChangedManually.emit([True, False])

@@ -1,0 +1,110 @@
+"""Search matches drawn on a chart: outlined, and with the filter on, every other bar veiled.
+
+One GraphicsObject above the bars. The filter paints a veil in the background colour over
+the chart, then the matching bars again at full colour (through the same :func:`draw_bars`
+as the chart, so culling and level of detail hold at a million bars).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QPainter, QPen
+
+from swimlanes.ui.gantt.bars import (
+    BarGroup,
+    BarStyle,
+    draw_bars,
+    draw_marks,
+    group_bars,
+    op_label_getter,
+)
+from swimlanes.ui.gantt.rows import ChartRows
+from swimlanes.ui.style import OKABE_ITO
+
+#: Matches are outlined in this colour (the selection keeps the text colour).
+MATCH_COLOUR = OKABE_ITO["orange"]
+#: How much of a non-matching bar the filter's veil hides (0-255).
+VEIL_ALPHA = 200
+
+
+class SearchMarksItem(pg.GraphicsObject):
+    """The ops a search found on one chart (timeline rows), drawn over the chart's bars."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.rows: ChartRows | None = None
+        self.match_pen = QPen(QColor(MATCH_COLOUR), 2.0)
+        self.current_pen = QPen(QColor("#000000"), 3.0)
+        self.veil = QColor(255, 255, 255, VEIL_ALPHA)
+        self._bars = np.zeros(0, np.int64)
+        self._current = np.zeros(0, np.int64)
+        self._groups: list[BarGroup] = []
+        self._dim = False
+        self._bounds = QRectF()
+
+    def set_rows(self, rows: ChartRows | None) -> None:
+        """The chart's rows changed (a new timeline): the old matches no longer apply."""
+        self.prepareGeometryChange()
+        self.rows = rows
+        self._bars = np.zeros(0, np.int64)
+        self._current = np.zeros(0, np.int64)
+        self._groups = []
+        n = float(len(rows.keys)) if rows is not None else 1.0
+        if rows is not None and len(rows.bar_x0):
+            x0, x1 = float(rows.bar_x0.min()), float(rows.bar_x1.max())
+            self._bounds = QRectF(x0, 0.0, max(x1 - x0, 1e-3), n)
+        else:
+            self._bounds = QRectF()
+        self.update()
+
+    def set_matches(
+        self, op_mask: np.ndarray | None, dim: bool = False, current: np.ndarray | None = None
+    ) -> None:
+        """Outline the bars of the ops in ``op_mask`` (over timeline rows; None clears), veil
+        the others when ``dim``, and outline the ``current`` ops (timeline rows) boldly."""
+        rows = self.rows
+        if rows is None or op_mask is None or len(op_mask) != len(rows.timeline or ()):
+            self._bars, self._groups, self._dim = np.zeros(0, np.int64), [], False
+            self._current = np.zeros(0, np.int64)
+            self.update()
+            return
+        bar_mask = op_mask[rows.bar_op] if len(rows.bar_op) else np.zeros(0, bool)
+        self._bars = np.flatnonzero(bar_mask)
+        self._dim = dim
+        self._groups = group_bars(rows, bar_mask) if dim and len(self._bars) else []
+        cur = np.asarray(current if current is not None else [], np.int64)
+        self._current = np.flatnonzero(np.isin(rows.bar_op, cur)) if len(cur) else cur
+        self.update()
+
+    def match_bar_count(self) -> int:
+        """How many bars are outlined (tests, status)."""
+        return len(self._bars)
+
+    def is_dimming(self) -> bool:
+        return self._dim
+
+    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
+        return self._bounds
+
+    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: ANN001
+        view = self.viewRect()
+        rows = self.rows
+        if rows is None or view is None or not (len(self._bars) or self._dim):
+            return
+        t = painter.transform()
+        x_map, y_map = (t.m11(), t.m31()), (t.m22(), t.m32())
+        vis = (view.left(), view.right())
+        painter.save()
+        if self._dim:
+            painter.fillRect(self._bounds.intersected(view), self.veil)
+        painter.resetTransform()
+        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+        if self._groups:
+            labels = op_label_getter(rows.timeline) if rows.timeline is not None else None
+            style = BarStyle(labels=labels)
+            draw_bars(painter, self._groups, vis, x_map, y_map, len(rows.keys), style)
+        draw_marks(painter, rows, self._bars, vis, x_map, y_map, self.match_pen)
+        draw_marks(painter, rows, self._current, vis, x_map, y_map, self.current_pen)
+        painter.restore()
