@@ -1,5 +1,7 @@
 #!/usr/bin/env bash
-# Build the one-folder desktop bundle with PyInstaller and smoke-test it.
+# Build the one-folder desktop bundle with PyInstaller and smoke-test it. Beside the program,
+# dist/swimlanes/share/ holds the desktop entry, AppStream metainfo and icon as under an install
+# prefix (swimlanes.spec puts them there; the smoke test checks them).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PY:-.venv/bin/python}

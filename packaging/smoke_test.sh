@@ -5,6 +5,14 @@ exe=${1:?usage: smoke_test.sh PATH/TO/swimlanes}
 out=$(mktemp -d)
 trap 'rm -rf "$out"' EXIT
 "$exe" --version
+# The desktop entry, metainfo and icon ride along under the bundle's share/.
+bundle=$(dirname "$exe")
+for f in applications/io.github.swimlanes.Swimlanes.desktop \
+         metainfo/io.github.swimlanes.Swimlanes.metainfo.xml \
+         icons/hicolor/scalable/apps/io.github.swimlanes.Swimlanes.svg; do
+    test -f "$bundle/share/$f" || { echo "missing from the bundle: share/$f" >&2; exit 1; }
+done
+"$exe" schema pipeline > "$out/pipeline.schema.json"
 "$exe" examples > "$out/examples.txt"
 "$exe" examples two-streams -o "$out/two-streams.json"
 QT_QPA_PLATFORM=offscreen "$exe" export "$out/two-streams.json" -o "$out/two-streams.png" --width 800

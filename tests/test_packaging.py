@@ -114,3 +114,13 @@ def test_wheel_contains_resources_and_console_script(tmp_path: Path) -> None:
         .decode()
     )
     assert "swimlanes = swimlanes.cli:main" in entry_points
+
+
+def test_bundle_spec_imports_every_command_and_carries_the_desktop_files() -> None:
+    """cli.py imports commands by name, which PyInstaller cannot follow: the spec lists them."""
+    spec = (REPO / "packaging/swimlanes.spec").read_text()
+    listed = set(re.findall(r'"swimlanes\.commands\.(\w+)"', spec))
+    found = {p.stem for p in (REPO / "app/swimlanes/commands").glob("*.py")} - {"__init__"}
+    assert found <= listed, f"missing from the spec's hiddenimports: {sorted(found - listed)}"
+    for folder in ("share/applications", "share/metainfo", "share/icons/hicolor/scalable/apps"):
+        assert f'"{folder}"' in spec
