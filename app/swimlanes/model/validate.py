@@ -295,7 +295,92 @@ def _parse_kernel(c: _Checker, raw: dict, path: str, op: Op) -> None:
         c.add(path, "a kernel needs exactly one of block_us, duration_us, or flops/bytes")
 
 
+#: Per op kind, the keys a plain op of that kind may have (see _plain_op).
+_PLAIN_KEYS: dict[str, frozenset[str]] = {
+    kind: frozenset(
+        {"op", "label", "duration_us"}
+        | ({"stream"} if kind in STREAM_OPS or kind == "memset" else set())
+        | ({"bytes", "async"} if kind in COPY_OPS or kind == "memset" else set())
+        | ({"host_memory"} if kind in HOST_COPY_OPS else set())
+        | ({"blocks", "threads", "block_us", "flops", "bytes"} if kind == "kernel" else set())
+        | ({"event"} if kind in EVENT_OPS else set())
+        | ({"bytes"} if kind == "malloc" else set())
+    )
+    for kind in OP_KINDS
+}
+
+
+def _plain_number(v: Any, positive: bool, maximum: float) -> bool:
+    """``v`` is an int or finite float in range (what _Checker.number accepts, or less)."""
+    t = type(v)
+    if t is not int and (t is not float or not math.isfinite(v)):
+        return False
+    return (v > 0 if positive else v >= 0) and v <= maximum
+
+
+def _plain_name(v: Any) -> bool:
+    return type(v) is str and len(v) <= MAX_NAME_CHARS and bool(v.strip())
+
+
+def _plain_op(raw: dict, stream_names: set[str]) -> Op | None:
+    """The op of ``raw`` when it is plainly valid: only keys its kind takes, each of the
+    plain type and in range, and the keys its kind requires. Anything else (None) takes the
+    full path of _parse_op, which accepts at least what this accepts, and builds the same Op:
+    this only saves the full path's per-key checks on the ops of big programs."""
+    kind = raw.get("op")
+    allowed = _PLAIN_KEYS.get(kind) if type(kind) is str else None
+    if allowed is None or not raw.keys() <= allowed or None in raw.values():
+        return None  # (null is no key's plain value)
+    get = raw.get
+    label, stream, nbytes = get("label"), get("stream"), get("bytes")
+    if label is not None and (type(label) is not str or len(label) > MAX_NAME_CHARS):
+        return None
+    if stream is not None and (not _plain_name(stream) or stream not in stream_names):
+        return None
+    if nbytes is not None and not (type(nbytes) is int and 0 < nbytes <= MAX_BYTES):
+        return None
+    if nbytes is None and (kind in COPY_OPS or kind == "memset"):
+        return None
+    memory, is_async, duration = get("host_memory"), get("async"), get("duration_us")
+    if memory is not None and memory not in HOST_MEMORY_KINDS:
+        return None
+    if is_async is not None and type(is_async) is not bool:
+        return None
+    if "duration_us" in raw and not _plain_number(duration, kind != "host", MAX_DURATION_US):
+        return None
+    if kind == "host" and duration is None:
+        return None
+    event = get("event")
+    if kind in EVENT_OPS and not _plain_name(event):
+        return None
+    blocks = threads = block_us = flops = None
+    if kind == "kernel":
+        blocks, threads = get("blocks"), get("threads")
+        block_us, flops = get("block_us"), get("flops")
+        if not (type(blocks) is int and 0 < blocks <= MAX_BLOCKS):
+            return None
+        if not (type(threads) is int and 0 < threads <= MAX_THREADS_PER_BLOCK):
+            return None
+        if block_us is not None and not (
+            _plain_number(block_us, True, MAX_DURATION_US) and block_us * blocks <= MAX_DURATION_US
+        ):
+            return None
+        if flops is not None and not _plain_number(flops, True, MAX_FLOPS):
+            return None
+        forms = ("block_us" in raw) + ("duration_us" in raw) + ("flops" in raw or "bytes" in raw)
+        if forms != 1:
+            return None
+    return Op(
+        kind, stream, label, nbytes, memory, is_async, duration, blocks, threads, block_us,
+        flops, event,
+    )  # fmt: skip
+
+
 def _parse_op(c: _Checker, raw: Any, path: str, stream_names: set[str]) -> Op | None:
+    if type(raw) is dict:
+        op = _plain_op(raw, stream_names)
+        if op is not None:
+            return op
     if not isinstance(raw, dict):
         c.add(path, "must be an object")
         return None
