@@ -179,16 +179,17 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
     # numpy gathers of its columns, in its dtypes.
-    for k, name in enumerate(COLUMNS):
-        values = [row[k] for row, _ in shapes]
+    rows, extras = zip(*shapes, strict=True)
+    for name, values in zip(COLUMNS, zip(*rows, strict=True), strict=True):
         setattr(plan, name, list(map(values.__getitem__, ids)))
         if name in _TIMELINE_DTYPES:
             plan.arrays[name] = np.array(values, dtype=_TIMELINE_DTYPES[name])[shape_of_op]
     if repeat_costs is not None:
         plan.cost = repeat_costs
     # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
-    kernel = [extra if row[0] == _KERNEL else None for row, extra in shapes]
-    stage = [None if row[0] == _KERNEL else extra for row, extra in shapes]
+    is_kernel = [k == _KERNEL for k in plan.arrays["kind"][shape_ids.first].tolist()]
+    kernel = [x if y else None for x, y in zip(extras, is_kernel, strict=True)]
+    stage = [None if y else x for x, y in zip(extras, is_kernel, strict=True)]
     plan.kernel = list(map(kernel.__getitem__, ids))
     if any(x is not None for x in stage):
         plan.stage = list(map(stage.__getitem__, ids))
@@ -213,9 +214,10 @@ def _repeat_costs(
     call = call_of_shape[shape_of_op]
     repeat = np.zeros(len(call), dtype=bool)
     repeat[1:] = call[1:] == call[:-1]
-    warm = np.array(
-        [gap + preset.repeat_issue_cost_ns(key[0]) for key in shape_ids], dtype=np.int64
-    )
+    if not repeat.any():
+        return None  # no call repeats the one before it: every call costs issue_cost_us
+    warm_of_kind = {name: gap + preset.repeat_issue_cost_ns(name) for name in K}
+    warm = np.array([warm_of_kind[key[0]] for key in shape_ids], dtype=np.int64)
     cold = np.array([row[4] for row, _ in shapes], dtype=np.int64)
     per_op = np.where(repeat, warm[shape_of_op], cold[shape_of_op])
     return per_op.tolist()
@@ -373,39 +375,33 @@ def _preset_ns(compute, *args) -> int:
 
 
 def _shape(op: Op, preset: DevicePreset) -> tuple[int, int, tuple | int | None]:
-    """(host behaviour, time alone on the device or -1, kernel shape or staging ns)."""
-    extra: dict = {}
-    host, solo = _host_and_solo(op, preset, extra)
-    return host, solo, extra.get("value")
-
-
-def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
-    """How the host behaves on this op, and the op's time alone on the device (or -1)."""
+    """(how the host behaves on this op, its time alone on the device or -1, and its kernel
+    shape or staging ns: see plan_ops)."""
     name = op.op
     dur = None if op.duration_us is None else _ns(op.duration_us * 1000.0)
     if name in ("h2d", "d2h", "d2d"):
-        memory = op.effective_host_memory if name != "d2d" else "pinned"
+        memory = (op.host_memory or "pinned") if name != "d2d" else "pinned"
         solo = dur if dur is not None else _preset_ns(preset.copy_ns, name, op.bytes or 0, memory)
         if name == "d2d":
-            return ENQ, solo
-        sync = not op.effective_async
+            return ENQ, solo, None
+        sync = not (op.is_async is None or op.is_async)  # effective_async, inlined
         if name == "h2d" and memory == "pageable" and not sync:
             stage = _ns((op.bytes or 0) / preset.pageable_host_gbps("h2d", op.bytes or 0))
-            out["value"] = dur if dur is not None else stage
-            return ENQ_STAGE, solo
+            return ENQ_STAGE, solo, dur if dur is not None else stage
         chunk = preset.pageable_d2h_chunk_bytes
+        copy_out = None
         if name == "d2h" and memory == "pageable" and chunk:
             # The call returns once the host has copied the last chunk out.
             nbytes = op.bytes or 0
-            out["value"] = _ns(min(nbytes, chunk) / preset.pageable_host_gbps("d2h", nbytes))
-        return (ENQ_WAIT if sync or memory == "pageable" else ENQ), solo
+            copy_out = _ns(min(nbytes, chunk) / preset.pageable_host_gbps("d2h", nbytes))
+        return (ENQ_WAIT if sync or memory == "pageable" else ENQ), solo, copy_out
     if name == "memset":
         solo = dur if dur is not None else _preset_ns(preset.memset_ns, op.bytes or 0)
-        return (ENQ if op.effective_async else ENQ_BARRIER), solo
+        return (ENQ if op.is_async is None or op.is_async else ENQ_BARRIER), solo, None
     if name == "kernel":
         threads = op.threads or 256
         blocks = op.blocks or 1
-        per_sm = residency(preset, threads, op.extra.get("blocks_per_sm"))
+        per_sm = residency(preset, threads, op.extra.get("blocks_per_sm") if op.extra else None)
         n_waves = waves(preset, blocks, per_sm)
         if op.block_us is not None:
             total = _ns(max(1, _ns(op.block_us * 1000.0)) * n_waves)
@@ -414,21 +410,24 @@ def _host_and_solo(op: Op, preset: DevicePreset, out: dict) -> tuple[int, int]:
         else:
             total = _preset_ns(preset.roofline_ns, op.flops, op.bytes, blocks, threads, per_sm)
         cost = preset.max_threads_per_sm // per_sm
-        out["value"] = (blocks, cost, preset.sm_count * per_sm, total / n_waves)
-        return ENQ, total + round(preset.kernel_overhead_us * 1000.0)
+        kernel = (blocks, cost, preset.sm_count * per_sm, total / n_waves)
+        return ENQ, total + round(preset.kernel_overhead_us * 1000.0), kernel
     if name in ("event_record", "event_wait"):
-        return ENQ, 0
+        return ENQ, 0, None
     if name == "host_func":
-        return ENQ, dur or 0
-    host = {
-        "stream_sync": WAIT_STREAM,
-        "event_sync": WAIT_EVENT,
-        "device_sync": WAIT_ALL,
-        "free": WAIT_ALL,
-        "malloc": BARRIER,
-        "host": BUSY,
-    }[name]
-    return host, (dur or 0) if name == "host" else -1
+        return ENQ, dur or 0, None
+    return _HOST_ONLY[name], (dur or 0) if name == "host" else -1, None
+
+
+#: How the host behaves on the ops that are not enqueued on a stream.
+_HOST_ONLY = {
+    "stream_sync": WAIT_STREAM,
+    "event_sync": WAIT_EVENT,
+    "device_sync": WAIT_ALL,
+    "free": WAIT_ALL,
+    "malloc": BARRIER,
+    "host": BUSY,
+}
 
 
 def run_of(kind: int) -> int:
