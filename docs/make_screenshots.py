@@ -298,6 +298,8 @@ def make_window_shots(out_dir: Path, wanted: Callable[[str], bool]) -> list[Path
         measurement = _shipped_measurement()
         if measurement is not None and wanted("window-side-by-side"):
             written.append(_side_by_side(shooter, *measurement))
+        if measurement is not None and wanted("charts-search"):
+            written.append(_charts_search(shooter, *measurement))
     finally:
         shooter.close()
     if shooter.dialogs:
@@ -371,6 +373,32 @@ def _side_by_side(shooter: Shooter, example: str, run_path: Path) -> Path:
     w.charts.fit_all()
     shooter.settle(0.2)
     return shooter.save("window-side-by-side", w.schedule_dock)
+
+
+def _charts_search(shooter: Shooter, example: str, run_path: Path) -> Path:
+    """Find over the side-by-side charts: one stream's ops, the first stepped to (selected
+    and centred), the filter dimming the rest."""
+    from swimlanes.timeline.io import load_run
+
+    w = shooter.window
+    if w.measured is None:
+        shooter.open_example(example)
+        w.set_measured(*load_run(run_path))
+        _schedule_only(shooter)
+        _split_schedule(w, 0.78)
+        shooter.settle()
+    w.charts.fit_all()
+    search = w.charts.search
+    search.open()
+    search.bar.field.setText("stream:s3")
+    search.bar.flush()
+    search.step(1)
+    search.set_filter(True)
+    shooter.settle(0.3)
+    shot = shooter.save("charts-search", w.charts)
+    search.close()
+    w.controller.set_selection([])
+    return shot
 
 
 #: Exported side-by-side images: name -> the example whose shipped H200 measurement it shows.
@@ -451,6 +479,7 @@ WINDOW_SHOTS = (
     "window-schedule",
     "window-insights",
     "window-side-by-side",
+    "charts-search",
 )
 
 if __name__ == "__main__":

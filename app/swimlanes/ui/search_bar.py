@@ -14,7 +14,7 @@ from PySide6.QtWidgets import QHBoxLayout, QLabel, QLineEdit, QToolButton, QWidg
 DEBOUNCE_MS = 150
 
 SEARCH_HELP = (
-    "Find ops by the text on their bars (case-insensitive; every word must occur).<br>"
+    "Find ops by the text on their bars (case-insensitive).<br>"
     "<b>kind:</b>kernel, <b>stream:</b>s1, <b>engine:</b>h2d narrow the search "
     "(exact name if one matches, else names containing it); "
     "e.g. <tt>kind:kernel stream:s1 gemm</tt>.<br>"
@@ -62,15 +62,12 @@ class SearchBar(QWidget):
         box.setContentsMargins(4, 2, 4, 2)
         box.setSpacing(4)
         box.addWidget(QLabel("Find:"))
-        box.addWidget(self.field, 1)
+        box.addWidget(self.field, 3)
         box.addWidget(self.count_label)
-        for button in (
-            self.previous_button,
-            self.next_button,
-            self.filter_button,
-            self.close_button,
-        ):
+        for button in (self.previous_button, self.next_button, self.filter_button):
             box.addWidget(button)
+        box.addStretch(1)
+        box.addWidget(self.close_button)
 
     def _button(self, text: str, tip: str) -> QToolButton:
         button = QToolButton()

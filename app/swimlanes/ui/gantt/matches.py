@@ -23,8 +23,10 @@ from swimlanes.ui.gantt.bars import (
 from swimlanes.ui.gantt.rows import ChartRows
 from swimlanes.ui.style import OKABE_ITO
 
-#: Matches are outlined in this colour (the selection keeps the text colour).
-MATCH_COLOUR = OKABE_ITO["orange"]
+#: Matches are outlined in this yellow between two dark lines, which reads on every bar
+#: colour (the selection keeps a plain outline in the text colour).
+MATCH_COLOUR = OKABE_ITO["yellow"]
+MATCH_EDGE = "#202020"
 #: How much of a non-matching bar the filter's veil hides (0-255).
 VEIL_ALPHA = 200
 
@@ -36,6 +38,7 @@ class SearchMarksItem(pg.GraphicsObject):
         super().__init__()
         self.rows: ChartRows | None = None
         self.match_pen = QPen(QColor(MATCH_COLOUR), 2.0)
+        self.edge_pen = QPen(QColor(MATCH_EDGE), 4.0)
         self.current_pen = QPen(QColor("#000000"), 3.0)
         self.veil = QColor(255, 255, 255, VEIL_ALPHA)
         self._bars = np.zeros(0, np.int64)
@@ -105,6 +108,7 @@ class SearchMarksItem(pg.GraphicsObject):
             labels = op_label_getter(rows.timeline) if rows.timeline is not None else None
             style = BarStyle(labels=labels)
             draw_bars(painter, self._groups, vis, x_map, y_map, len(rows.keys), style)
+        draw_marks(painter, rows, self._bars, vis, x_map, y_map, self.edge_pen)
         draw_marks(painter, rows, self._bars, vis, x_map, y_map, self.match_pen)
         draw_marks(painter, rows, self._current, vis, x_map, y_map, self.current_pen)
         painter.restore()

@@ -1,11 +1,12 @@
 """Find ops in a timeline by label, kind and stream (Qt-free, vectorised over its columns).
 
-A query is words separated by spaces: ``kind:kernel stream:s1 gemm`` finds kernels on stream
-``s1`` whose label contains "gemm". Plain words must all occur in the op's label (what its bar
-shows: the label, or the kind's title when the op has none), case-insensitively.
-``kind:``/``stream:``/``engine:`` terms match a name exactly when one matches exactly, else
-every name containing the text; several terms on one field are alternatives. Quotes keep
-spaces in a word: ``"copy in"``.
+A query is a text with optional field terms: ``kind:kernel stream:s1 gemm`` finds kernels on
+stream ``s1`` whose label contains "gemm". The text (the words that are not field terms, joined
+by single spaces) must occur in the op's label, what its bar shows (the label, or the kind's
+title when the op has none), case-insensitively: "chunk 2" finds "K chunk 2", not "H2D chunk
+0". ``kind:``/``stream:``/``engine:`` terms match a name exactly when one matches exactly,
+else every name containing the text; several terms on one field are alternatives. Quotes
+keep a field's value with spaces: ``kind:"H2D copy"``.
 
 Matching costs one pass over each *distinct* label (a few thousand at most) plus numpy lookups
 over the op columns, so a keystroke stays fast at a million ops. The distinct labels of a
@@ -33,7 +34,7 @@ FIELDS = ("kind", "stream", "engine")
 
 @dataclass
 class SearchQuery:
-    """A parsed query: label words (all must match) and field terms (any per field)."""
+    """A parsed query: the label text's words and field terms (any per field)."""
 
     words: list[str] = field(default_factory=list)
     kinds: list[str] = field(default_factory=list)
@@ -43,6 +44,11 @@ class SearchQuery:
     @property
     def is_empty(self) -> bool:
         return not (self.words or self.kinds or self.streams or self.engines)
+
+    @property
+    def text(self) -> str:
+        """What a label must contain (lower case)."""
+        return " ".join(self.words)
 
 
 def parse_query(text: str) -> SearchQuery:
@@ -86,14 +92,11 @@ class _LabelIndex:
         )
         self.empty_code = codes.get("")
 
-    def matching(self, words: list[str]) -> np.ndarray:
-        """Mask over the distinct labels that contain every word."""
+    def containing(self, text: str) -> np.ndarray:
+        """Mask over the distinct labels that contain ``text`` (lower case)."""
         if isinstance(self.lower, np.ndarray):
-            hit = np.ones(len(self.lower), bool)
-            for w in words:
-                hit &= np.char.find(self.lower, w) >= 0
-            return hit
-        return np.array([all(w in s for w in words) for s in self.lower], bool)
+            return np.char.find(self.lower, text) >= 0
+        return np.array([text in s for s in self.lower], bool)
 
 
 #: Per-timeline indexes by id(); Timeline is an unhashable dataclass, so each entry keeps a
@@ -162,10 +165,10 @@ def match_ops(
         mask &= _column_mask(tl.engine, tl.engine_names, q.engines)
     if q.words:
         index = _label_index(tl)
-        hit = index.matching(q.words)[index.codes]
+        hit = index.containing(q.text)[index.codes]
         if index.empty_code is not None:
             # an unlabelled bar shows its kind's title: match that instead
-            title_hit = np.array([all(w in t.lower() for w in q.words) for t in titles], bool)
+            title_hit = np.array([q.text in t.lower() for t in titles], bool)
             unlabelled = index.codes == index.empty_code
             hit[unlabelled] = title_hit[tl.kind[unlabelled].astype(np.int64)]
         mask &= hit
