@@ -103,3 +103,94 @@ def pipelines(draw: st.DrawFn, max_ops: int = 24) -> Pipeline:
     pipeline = Pipeline(name="random", streams=declared, program=program)
     assert validate(pipeline) == [], validate(pipeline)
     return pipeline
+
+
+# -- Bigger and stranger pipelines (the reference simulator's differential tests) ---------------
+# Many streams (more than a preset's hardware connections), explicit legacy default streams,
+# and quantities drawn from a few values, so that ops tie: copies of equal size, kernels of
+# equal time, several ops released at one instant.
+_SIZES = (1 << 10, 1 << 20, 3 << 20, 1 << 22, 1 << 24)
+_TIMES_US = (0.5, 1.0, 5.0, 10.0, 40.0)
+
+
+@st.composite
+def many_streams(draw: st.DrawFn) -> list[Stream]:
+    """1..12 streams of any kind and priority (beyond a preset's range: it clamps them),
+    sometimes with the legacy default stream declared among them."""
+    n = draw(st.integers(1, 12))
+    declared = [
+        Stream(
+            f"s{k}",
+            kind=draw(st.sampled_from(_STREAM_KINDS)),
+            priority=draw(st.integers(-7, 1)),
+        )
+        for k in range(n)
+    ]
+    if draw(st.booleans()):
+        at = draw(st.integers(0, n))
+        declared.insert(at, Stream("default", "legacy_default", draw(st.integers(-2, 0))))
+    return declared
+
+
+@st.composite
+def tied_ops(draw: st.DrawFn, stream_names: list[str]) -> Op:
+    """One op of any kind whose sizes and times come from a few values (ties are common)."""
+    on = st.sampled_from([None, *stream_names])
+    kind = draw(
+        st.sampled_from(
+            ["h2d", "d2h", "h2d", "d2h", "kernel", "kernel", "kernel", "kernel", "d2d", "memset",
+             "event_record", "event_record", "event_wait", "event_wait", "event_sync",
+             "stream_sync", "device_sync", "host", "host_func", "malloc", "free"]
+        )
+    )  # fmt: skip
+    time_us = st.sampled_from(_TIMES_US)
+    if kind in ("h2d", "d2h", "d2d", "memset"):
+        op = Op(
+            kind,
+            stream=draw(on),
+            bytes=draw(st.sampled_from(_SIZES)),
+            is_async=draw(st.sampled_from([True, True, True, False])),
+        )
+        if kind in ("h2d", "d2h"):
+            op.host_memory = draw(st.sampled_from([None, "pinned", "pageable"]))
+        if draw(st.integers(0, 4)) == 0:
+            op.duration_us = draw(time_us)
+        return op
+    if kind == "kernel":
+        op = Op(
+            kind,
+            stream=draw(on),
+            blocks=draw(st.sampled_from([1, 2, 64, 132, 264, 1000, 4000])),
+            threads=draw(st.sampled_from([64, 256, 1024])),
+        )
+        timing = draw(st.sampled_from(["duration_us", "block_us", "flops"]))
+        if timing == "flops":
+            op.flops = draw(st.sampled_from([1e6, 1e9, 1e11]))
+            op.bytes = draw(st.sampled_from([None, *_SIZES]))
+        else:
+            setattr(op, timing, draw(time_us))
+        if draw(st.integers(0, 5)) == 0:
+            op.extra = {"blocks_per_sm": draw(st.integers(1, 4))}
+        return op
+    if kind in ("event_record", "event_wait"):
+        return Op(kind, stream=draw(on), event=draw(st.sampled_from(EVENTS)))
+    if kind == "event_sync":
+        return Op(kind, event=draw(st.sampled_from(EVENTS)))
+    if kind == "stream_sync":
+        return Op(kind, stream=draw(on))
+    if kind == "host":
+        return Op(kind, duration_us=draw(st.sampled_from([0.0, *_TIMES_US])))
+    if kind == "host_func":
+        return Op(kind, stream=draw(on), duration_us=draw(time_us))
+    return Op(kind)
+
+
+@st.composite
+def wide_pipelines(draw: st.DrawFn, max_ops: int = 40) -> Pipeline:
+    """A valid pipeline of 1..``max_ops`` tie-prone ops over 1..12 streams."""
+    declared = draw(many_streams())
+    names = [s.name for s in declared if s.name != "default"]
+    program = draw(st.lists(tied_ops(names), min_size=1, max_size=max_ops))
+    pipeline = Pipeline(name="random-wide", streams=declared, program=program)
+    assert validate(pipeline) == [], validate(pipeline)
+    return pipeline

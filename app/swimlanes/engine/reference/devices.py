@@ -143,11 +143,6 @@ class CopyEngines:
         )
         self.fixed = (fixed * 1000.0, fixed_d2h * 1000.0)
         self.running = [0, 0]  # copies running per direction
-        # Copies change each other's speed only where the preset says they do: several
-        # engines per direction share its bandwidth; directions slow each other down or pay
-        # a fixed cost against each other. Otherwise every copy runs at full speed, and none
-        # counts as having run against the other direction (which would lengthen its rest).
-        self.fluid = n > 1 or self.slowed[H2D] > 1.0 or self.slowed[D2H] > 1.0 or any(self.fixed)
 
     def pool_of(self, direction: int) -> list[ReadyCopy]:
         return self.ready[0 if self.shared else direction]
@@ -197,9 +192,9 @@ class CopyEngines:
         for e in self.engines:
             if e.op < 0:
                 continue
-            factor = float(self.running[e.direction]) if self.fluid else 1.0
+            factor = float(self.running[e.direction])  # copies of one direction share it
             extra = 0.0
-            if self.fluid and not self.shared and self.running[1 - e.direction]:
+            if not self.shared and self.running[1 - e.direction]:
                 factor *= self.slowed[e.direction]
                 if not e.contended:  # the fixed cost of running against the other direction
                     e.contended = True
@@ -222,7 +217,7 @@ class SmWork:
 
     op: int
     priority: int
-    arrival: int  # order of reaching the scheduler
+    arrival: tuple[int, ...]  # when it reached the scheduler, then its program index
     remaining: int  # blocks not yet started
     slots_per_block: int
     max_resident: int

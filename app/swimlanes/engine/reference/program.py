@@ -265,3 +265,57 @@ def _kernel(op: Op, preset: DevicePreset, duration: int | None) -> tuple[int, Ke
         block_ns=total / n_waves,
     )
     return total + round(preset.kernel_overhead_us * 1000.0), shape
+
+
+def latency_table(preset: DevicePreset):
+    """The delay from an op's completion on one engine class to a waiting op's start on
+    another, or None when the preset has none."""
+    sms = round(preset.kernel_dependency_latency_us * 1000.0)
+    other = round(preset.dependency_latency_us * 1000.0)
+    callback = round(preset.host_func_latency_us * 1000.0)
+    if not (sms or other or callback):
+        return None
+
+    def latency(a: int, b: int) -> int:
+        if a == NO_CLASS or b == NO_CLASS:
+            return 0
+        if b == CALLBACK_CLASS:
+            return callback  # a host function waits for its callback thread to wake
+        if a != b:
+            return other
+        return sms if a == 0 else 0  # copies of one class: their engine spaces them
+
+    return latency
+
+
+def event_records(ops: list[OpFacts]) -> dict[int, int]:
+    """Per event_wait and event_sync: the latest event_record of its event before it."""
+    latest: dict[str | None, int] = {}
+    record_of = {}
+    for i, op in enumerate(ops):
+        if op.kind == "event_record":
+            latest[op.event] = i
+        elif op.kind in ("event_wait", "event_sync") and op.event in latest:
+            record_of[i] = latest[op.event]
+    return record_of
+
+
+def next_in_stream(ops: list[OpFacts]) -> list[int]:
+    after = [-1] * len(ops)
+    last: dict[int, int] = {}
+    for i, op in enumerate(ops):
+        if op.engine is None:
+            continue
+        if op.stream in last:
+            after[last[op.stream]] = i
+        last[op.stream] = i
+    return after
+
+
+def shared_queues(ops: list[OpFacts], streams: list[StreamFacts], preset: DevicePreset) -> bool:
+    """Whether some hardware queue carries ops of more than one stream."""
+    if preset.hardware_queues == "fermi":
+        return True
+    if preset.copy_queue_per_stream:  # a stream's copies and other work: two queues
+        return True
+    return len({s.queue for s in streams}) < len(streams)

@@ -25,13 +25,16 @@ from swimlanes.engine.reference.devices import (
     SmWork,
 )
 from swimlanes.engine.reference.program import (
-    CALLBACK_CLASS,
     NO_CLASS,
     Engine,
     HostCall,
     OpFacts,
     StreamClass,
     StreamFacts,
+    event_records,
+    latency_table,
+    next_in_stream,
+    shared_queues,
 )
 
 HOST = -1  # the host thread, as a waiter on an op
@@ -72,9 +75,17 @@ class Simulation:
     """One run of a program on a preset (see the package docstring)."""
 
     def __init__(
-        self, ops: list[OpFacts], streams: list[StreamFacts], queue_count: int, preset: DevicePreset
+        self,
+        ops: list[OpFacts],
+        streams: list[StreamFacts],
+        queue_count: int,
+        preset: DevicePreset,
+        fast_engine_ties: bool = False,
     ) -> None:
         self.ops, self.streams, self.preset = ops, streams, preset
+        # True: order what happens at one instant as the fast engine does (the package
+        # docstring's known discrepancies).
+        self.fast_engine_ties = fast_engine_ties
         self.state = [OpState(engine_class=op.engine_class) for op in ops]
         self.edges: list[tuple[int, int, str]] = []
         self.clock = Clock()
@@ -82,10 +93,10 @@ class Simulation:
         self.sms = Sms(preset, self.clock)
         self.compute_engine = len(self.copies.names)
         self.queues: list[deque[int]] = [deque() for _ in range(queue_count)]
-        self.to_examine: list[int] = []  # queues (or HOST) to look at now: last added, first
+        self.to_examine: deque[int] = deque()  # queues (or HOST) to look at now, in order
         self.new_work = False  # an engine got work (or got free) in this instant
         self.arrivals = 0  # kernels that reached the block scheduler so far
-        self.latency = _latency_table(preset)
+        self.latency = latency_table(preset)
         # Streams: their last enqueued op, and what they have synchronised with already.
         n_streams = len(streams)
         self.tail = [-1] * n_streams
@@ -95,11 +106,11 @@ class Simulation:
         self.last_default = -1
         self.barrier_id = 0
         self.barrier_ops: list[int] = []
-        self.record_of = _event_records(ops)
-        self.next_in_stream = _next_in_stream(ops)
+        self.record_of = event_records(ops)
+        self.next_in_stream = next_in_stream(ops)
         # Hardware queues shared by streams: which stream left each last, and when.
         self.queue_last = [(-1, -1, -1)] * queue_count  # (stream, op, time)
-        self.shared_queues = _shared_queues(ops, streams, preset)
+        self.shared_queues = shared_queues(ops, streams, preset)
         self.fermi_groups: dict[int, FermiGroup] = {}
         self.last_kernel: tuple[int, int, FermiGroup] = (-2, -1, FermiGroup())
         # The host thread.
@@ -142,19 +153,16 @@ class Simulation:
             if event.version == event.engine.version:  # else its speed changed since: stale
                 op = self.copies.finish(event.engine, t)
                 self.state[op].engine = event.engine.index
-                self.complete(op, t, with_latency=True)
+                self.complete(op, t)
                 self.new_work = True
         elif isinstance(event, CopyRestOver):
             self.new_work = True
         elif isinstance(event, BatchEnd):
             self.new_work = True
             if self.sms.batch_end(event.work, event.blocks, t):
-                # (Mirrors the fast engine: a kernel's end wakes the queues waiting for it
-                # after their latency only when no queue is shared and no Fermi group exists.)
-                plain = not (self.shared_queues or self.preset.completion_signal_delay)
-                self.complete(event.work.op, t, with_latency=plain)
+                self.complete(event.work.op, t)
         elif isinstance(event, CallbackEnd):
-            self.complete(event.op, t, with_latency=False)
+            self.complete(event.op, t)
 
     # -- rule 1: the host thread ----------------------------------------------------------------
     def host_call(self, t: int) -> None:
@@ -295,7 +303,7 @@ class Simulation:
     # -- rule 4: hardware queues ----------------------------------------------------------------
     def examine_all(self, t: int) -> None:
         while self.to_examine:
-            q = self.to_examine.pop()
+            q = self.to_examine.pop() if self.fast_engine_ties else self.to_examine.popleft()
             if q != HOST:
                 self.examine(q, t)
             elif self.host_wait:
@@ -348,7 +356,7 @@ class Simulation:
         if own < t:
             self.edges.append((prev_op, i, "queue"))
 
-    def complete(self, i: int, t: int, with_latency: bool) -> None:
+    def complete(self, i: int, t: int) -> None:
         """Op ``i`` ended on its engine at ``t``: its waiters look again (rule 8 aside)."""
         self.state[i].end = t
         if self.preset.completion_signal_delay and self.ops[i].kind == "kernel":
@@ -363,14 +371,24 @@ class Simulation:
         for x in visible:
             self.state[x].done = t
             waiters, self.state[x].waiters = self.state[x].waiters, []
-            if with_latency and self.latency is not None:
+            if self.fast_engine_ties and self.latency is not None and self._wakes_late(x):
                 self.wake_after_latency(x, waiters, t)
             else:
                 self.to_examine.extend(waiters)
 
+    def _wakes_late(self, i: int) -> bool:
+        """The fast engine's ties only: whether op ``i``'s end wakes its waiters after their
+        latency (copies, and kernels where no queue is shared and there is no Fermi group)."""
+        if self.ops[i].engine is Engine.COPY:
+            return True
+        shared = self.shared_queues or self.preset.completion_signal_delay
+        return self.ops[i].engine in (Engine.KERNEL, Engine.SM_COPY) and not shared
+
     def wake_after_latency(self, i: int, waiters: list[int], t: int) -> None:
-        """Each queue waiting for ``i`` looks again once the latency from ``i`` to its head
-        has passed (at once without one)."""
+        """The fast engine's ties only: each queue waiting for ``i`` looks again once the
+        latency from ``i`` to its head has passed (at once without one), rather than at once
+        (where it finds its head's start in the future and looks again then): the same
+        starts, looked at in another order within an instant."""
         for q in waiters:
             if q != HOST and self.queues[q]:
                 head = self.state[self.queues[q][0]]
@@ -385,36 +403,42 @@ class Simulation:
         op, state = self.ops[i], self.state[i]
         if op.engine is Engine.INSTANT:
             state.start = t
-            self.complete(i, t, with_latency=False)
+            self.complete(i, t)
         elif op.engine is Engine.CALLBACK:
             state.start = t
             if op.solo_ns > 0:
                 self.clock.at(t + op.solo_ns, CallbackEnd(i))
             else:
-                self.complete(i, t, with_latency=False)
+                self.complete(i, t)
         elif op.engine is Engine.COPY:
             direction = H2D if op.kind == "h2d" else D2H
             ready = ReadyCopy(t, i, op.stream, direction, op.solo_ns)
             self.copies.pool_of(direction).append(ready)
             self.new_work = True
         else:
-            self.to_sms(i)
+            self.to_sms(i, t)
 
-    def to_sms(self, i: int) -> None:
+    def arrival(self, i: int, t: int) -> tuple[int, ...]:
+        """The block scheduler serves kernels of one priority in the order they reached it,
+        and those that reached it at one instant in program order (the fast engine: in the
+        order it handled them: the package docstring's known discrepancies)."""
+        self.arrivals += 1
+        return (self.arrivals,) if self.fast_engine_ties else (t, i)
+
+    def to_sms(self, i: int, t: int) -> None:
         op, p = self.ops[i], self.preset
         if op.kernel is not None:
             if p.completion_signal_delay:
                 self.join_fermi_group(i, op.stream)
             shape = op.kernel
-            work = SmWork(i, self.streams[op.stream].priority, self.arrivals, shape.blocks,
+            work = SmWork(i, self.streams[op.stream].priority, self.arrival(i, t), shape.blocks,
                           shape.slots_per_block, shape.max_resident, shape.block_ns,
                           round(p.kernel_overhead_us * 1000.0))  # fmt: skip
         else:  # d2d and memset: one wave of 256-thread blocks over every SM
             per_sm = max(1, min(p.max_blocks_per_sm, p.max_threads_per_sm // 256))
-            work = SmWork(i, self.streams[op.stream].priority, self.arrivals, p.sm_count,
+            work = SmWork(i, self.streams[op.stream].priority, self.arrival(i, t), p.sm_count,
                           p.max_threads_per_sm // per_sm, p.sm_count * per_sm,
                           float(max(1, op.solo_ns)))  # fmt: skip
-        self.arrivals += 1
         self.sms.add(work)
         self.state[i].engine = self.compute_engine
         self.new_work = True
@@ -428,57 +452,3 @@ class Simulation:
         group.running += 1
         self.fermi_groups[i] = group
         self.last_kernel = (i, s, group)
-
-
-def _latency_table(preset: DevicePreset):
-    """The delay from an op's completion on one engine class to a waiting op's start on
-    another, or None when the preset has none."""
-    sms = round(preset.kernel_dependency_latency_us * 1000.0)
-    other = round(preset.dependency_latency_us * 1000.0)
-    callback = round(preset.host_func_latency_us * 1000.0)
-    if not (sms or other or callback):
-        return None
-
-    def latency(a: int, b: int) -> int:
-        if a == NO_CLASS or b == NO_CLASS:
-            return 0
-        if b == CALLBACK_CLASS:
-            return callback  # a host function waits for its callback thread to wake
-        if a != b:
-            return other
-        return sms if a == 0 else 0  # copies of one class: their engine spaces them
-
-    return latency
-
-
-def _event_records(ops: list[OpFacts]) -> dict[int, int]:
-    """Per event_wait and event_sync: the latest event_record of its event before it."""
-    latest: dict[str | None, int] = {}
-    record_of = {}
-    for i, op in enumerate(ops):
-        if op.kind == "event_record":
-            latest[op.event] = i
-        elif op.kind in ("event_wait", "event_sync") and op.event in latest:
-            record_of[i] = latest[op.event]
-    return record_of
-
-
-def _next_in_stream(ops: list[OpFacts]) -> list[int]:
-    after = [-1] * len(ops)
-    last: dict[int, int] = {}
-    for i, op in enumerate(ops):
-        if op.engine is None:
-            continue
-        if op.stream in last:
-            after[last[op.stream]] = i
-        last[op.stream] = i
-    return after
-
-
-def _shared_queues(ops: list[OpFacts], streams: list[StreamFacts], preset: DevicePreset) -> bool:
-    """Whether some hardware queue carries ops of more than one stream."""
-    if preset.hardware_queues == "fermi":
-        return True
-    if preset.copy_queue_per_stream:  # a stream's copies and other work: two queues
-        return True
-    return len({s.queue for s in streams}) < len(streams)
