@@ -247,3 +247,13 @@ def test_zoom_history_is_a_browser_history() -> None:
     assert h.back((2, 8)) is None  # (0, 10) fell off the limit
     h.record((1, 2))
     assert not h.can_go_forward()
+
+
+def test_keys_reach_the_charts_when_the_schedule_dock_floats(window, qtbot) -> None:
+    window.schedule_dock.setFloating(True)
+    qtbot.waitExposed(window.schedule_dock)
+    window.activateWindow()
+    _focus(qtbot, window.lanes)
+    before = _width(window.charts)
+    QTest.keyClick(window.lanes, Qt.Key.Key_W)
+    assert _width(window.charts) == pytest.approx(before * ZOOM_STEP, rel=1e-3)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import numpy as np
-from PySide6.QtCore import QObject
+from PySide6.QtCore import QObject, QTimer
 from PySide6.QtGui import QAction, QKeySequence
 from PySide6.QtWidgets import QMenu, QWidget
 
@@ -23,6 +23,7 @@ from swimlanes.ui.gantt.search import (
     op_times_ns,
     ordered_matches,
     parse_query,
+    prepare,
 )
 from swimlanes.ui.search_bar import SearchBar
 from swimlanes.ui.style import OP_TITLE
@@ -62,6 +63,12 @@ class ChartSearch(QObject):
         self.bar.field.selectAll()
         if self._text is None:
             self.bar.flush()  # reopened: the text left in the field applies again
+        # index the timelines while the user starts typing, not at the first search
+        QTimer.singleShot(0, self._prepare)
+
+    def _prepare(self) -> None:
+        for chart in self._charts():
+            prepare(chart.timeline)
 
     def is_open(self) -> bool:
         return not self.bar.isHidden()

@@ -44,6 +44,7 @@ class SearchMarksItem(pg.GraphicsObject):
         self._bars = np.zeros(0, np.int64)
         self._current = np.zeros(0, np.int64)
         self._groups: list[BarGroup] = []
+        self._mask: np.ndarray | None = None
         self._dim = False
         self._bounds = QRectF()
 
@@ -54,6 +55,7 @@ class SearchMarksItem(pg.GraphicsObject):
         self._bars = np.zeros(0, np.int64)
         self._current = np.zeros(0, np.int64)
         self._groups = []
+        self._mask = None
         n = float(len(rows.keys)) if rows is not None else 1.0
         if rows is not None and len(rows.bar_x0):
             x0, x1 = float(rows.bar_x0.min()), float(rows.bar_x1.max())
@@ -69,14 +71,16 @@ class SearchMarksItem(pg.GraphicsObject):
         the others when ``dim``, and outline the ``current`` ops (timeline rows) boldly."""
         rows = self.rows
         if rows is None or op_mask is None or len(op_mask) != len(rows.timeline or ()):
-            self._bars, self._groups, self._dim = np.zeros(0, np.int64), [], False
+            self._mask, self._bars, self._groups, self._dim = None, np.zeros(0, np.int64), [], False
             self._current = np.zeros(0, np.int64)
             self.update()
             return
-        bar_mask = op_mask[rows.bar_op] if len(rows.bar_op) else np.zeros(0, bool)
-        self._bars = np.flatnonzero(bar_mask)
-        self._dim = dim
-        self._groups = group_bars(rows, bar_mask) if dim and len(self._bars) else []
+        if op_mask is not self._mask or dim != self._dim:
+            # stepping to another match passes the same mask: regroup only on a new search
+            bar_mask = op_mask[rows.bar_op] if len(rows.bar_op) else np.zeros(0, bool)
+            self._bars = np.flatnonzero(bar_mask)
+            self._groups = group_bars(rows, bar_mask) if dim and len(self._bars) else []
+            self._mask, self._dim = op_mask, dim
         cur = np.asarray(current if current is not None else [], np.int64)
         self._current = np.flatnonzero(np.isin(rows.bar_op, cur)) if len(cur) else cur
         self.update()

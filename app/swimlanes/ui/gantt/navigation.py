@@ -35,6 +35,7 @@ from PySide6.QtWidgets import (
     QGraphicsView,
     QKeySequenceEdit,
     QLineEdit,
+    QMainWindow,
     QMenu,
     QPlainTextEdit,
     QTextEdit,
@@ -273,7 +274,8 @@ class ChartNavigation(QObject):
         if event.type() != QEvent.Type.KeyPress:
             return False
         focus = QApplication.focusWidget()
-        if obj is not focus and not (focus is None and obj is self.charts.window()):
+        homes = self._home_windows()
+        if obj is not focus and not (focus is None and any(obj is w for w in homes)):
             return False  # the same key event also passes the window and the parents
         if not self._owns_window(obj) or is_text_input(focus):
             return False
@@ -285,10 +287,22 @@ class ChartNavigation(QObject):
         app = QApplication.instance()
         if isinstance(app, QApplication) and (app.activePopupWidget() or app.activeModalWidget()):
             return False
-        return obj.window() is self.charts.window()
+        return any(obj.window() is w for w in self._home_windows())
+
+    def _home_windows(self) -> list[QWidget]:
+        """The charts' window and, when their dock floats, the main window it belongs to."""
+        homes = [self.charts.window()]
+        parent = self.charts.parentWidget()
+        while parent is not None and not isinstance(parent, QMainWindow):
+            parent = parent.parentWidget()
+        if parent is not None and parent is not homes[0]:
+            homes.append(parent)
+        return homes
 
     def _focus_in_charts(self, focus: QWidget | None) -> bool:
-        return focus is None or focus is self.charts.window() or self.charts.isAncestorOf(focus)
+        if focus is None or any(focus is w for w in self._home_windows()):
+            return True
+        return self.charts.isAncestorOf(focus)
 
     def handle_key(self, event: QKeyEvent, in_charts: bool) -> bool:
         """Act on a navigation key; ``in_charts``: the focus is in the charts (or nowhere),

@@ -113,8 +113,17 @@ def _cached(kind: str, tl: Timeline, build: Callable[[Timeline], Any]) -> Any:
     value = build(tl)
     if len(_CACHE) >= _CACHE_SIZE:
         _CACHE.pop(next(iter(_CACHE)))
-    _CACHE[key] = (weakref.ref(tl), value)
+    # dropped with its timeline: an edit's new schedule must not keep the old one's arrays
+    _CACHE[key] = (weakref.ref(tl, lambda _ref: _CACHE.pop(key, None)), value)
     return value
+
+
+def prepare(tl: Timeline | None) -> None:
+    """Index a timeline's labels and times now (about a second at a million ops), so that
+    the first search typed into it answers as fast as the next ones."""
+    if tl is not None and len(tl):
+        _label_index(tl)
+        _time_index(tl)
 
 
 def _label_index(tl: Timeline) -> _LabelIndex:
