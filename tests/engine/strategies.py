@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 from hypothesis import strategies as st
 
+from swimlanes.engine import DevicePreset, get_preset, preset_names
 from swimlanes.model.document import Op, Pipeline, Stream
 from swimlanes.model.validate import validate
 
@@ -194,3 +197,41 @@ def wide_pipelines(draw: st.DrawFn, max_ops: int = 40) -> Pipeline:
     pipeline = Pipeline(name="random-wide", streams=declared, program=program)
     assert validate(pipeline) == [], validate(pipeline)
     return pipeline
+
+
+@st.composite
+def device_presets(draw: st.DrawFn) -> DevicePreset:
+    """A built-in preset with its queue, copy-engine, latency and scheduler figures redrawn:
+    the combinations no built-in preset has (Fermi queues with several copy engines, shared
+    engines with a slowdown, one resident kernel on a Hyper-Q GPU ...)."""
+    base = get_preset(draw(st.sampled_from(preset_names())))
+    us = st.sampled_from([0.0, 0.0, 0.5, 2.0, 7.0])
+    queues = draw(st.sampled_from(["hyperq", "hyperq", "fermi"]))
+    changes: dict = {
+        "hardware_queues": queues,
+        "connections": draw(st.integers(0 if queues == "hyperq" else 1, 4)),
+        "copy_queue_per_stream": queues == "hyperq" and draw(st.booleans()),
+        "copy_engines_per_direction": draw(st.integers(1, 2)),
+        "shared_copy_engine": draw(st.booleans()),
+        "copy_order": draw(st.sampled_from(["measured", "fifo"])),
+        "bidirectional_slowdown": draw(st.sampled_from([0.0, 0.1, 0.5])),
+        "bidirectional_slowdown_d2h": draw(st.sampled_from([None, 0.0, 0.3])),
+        "bidirectional_overhead_us": draw(us),
+        "bidirectional_rest_us": draw(us),
+        "max_resident_kernels": draw(st.sampled_from([1, 2, 4, 128])),
+        "completion_signal_delay": draw(st.booleans()),
+        "pageable_h2d_chunk_bytes": draw(st.sampled_from([0, 1 << 20])),
+        "pageable_d2h_chunk_bytes": draw(st.sampled_from([0, 1 << 21])),
+        "sync_return_us": draw(
+            st.sampled_from(
+                [{}, {"stream_sync": 3.0, "sync_copy": 6.0, "device_sync": 1.0, "event_sync": 2.0}]
+            )
+        ),
+    }
+    for name in (
+        "kernel_launch_latency_us", "copy_launch_latency_us", "host_func_latency_us",
+        "kernel_overhead_us", "dependency_latency_us", "kernel_dependency_latency_us",
+        "copy_engine_gap_us", "host_call_gap_us",
+    ):  # fmt: skip
+        changes[name] = draw(us)
+    return dataclasses.replace(base, name=f"{base.name}-redrawn", **changes)

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
-from strategies import pipelines, wide_pipelines
+from strategies import device_presets, pipelines, wide_pipelines
 
 from swimlanes.engine import DevicePreset, get_preset, preset_names, simulate
 from swimlanes.engine.reference import (
@@ -70,7 +70,7 @@ def assert_same(pipeline: Pipeline, preset: str | DevicePreset) -> None:
     assert not problems, f"{pipeline.name} on {preset}:\n" + "\n".join(problems)
 
 
-def assert_same_but_known_ties(pipeline: Pipeline, preset: str) -> None:
+def assert_same_but_known_ties(pipeline: Pipeline, preset: str | DevicePreset) -> None:
     """As assert_same, except where the fast engine orders kernels that reach the block
     scheduler at one instant as it does (test_kernels_released_together_go_in_program_order):
     then it must match the reference with that order exactly."""
@@ -123,17 +123,48 @@ def test_the_examples_and_presets_are_all_there() -> None:
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pipeline=pipelines())
 def test_random_pipelines(pipeline: Pipeline, preset: str) -> None:
     assert_same_but_known_ties(pipeline, preset)
 
 
 @pytest.mark.parametrize("preset", PRESETS)
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pipeline=wide_pipelines())
 def test_random_wide_pipelines_with_ties(pipeline: Pipeline, preset: str) -> None:
     """Many streams (shared hardware queues), explicit legacy streams, equal sizes and times."""
+    assert_same_but_known_ties(pipeline, preset)
+
+
+def skips_the_rest(preset: DevicePreset) -> bool:
+    """Whether the fast engine skips this preset's rest after a copy against the other
+    direction (test_rest_after_a_copy_against_the_other_direction_without_slowdown)."""
+    rests = preset.bidirectional_rest_us or preset.bidirectional_rest_d2h_us
+    fluid = (
+        preset.copy_engines_per_direction > 1
+        or preset.bidirectional_slowdown > 0
+        or (preset.bidirectional_slowdown_d2h or 0) > 0
+        or preset.bidirectional_overhead_us > 0
+        or (preset.bidirectional_overhead_d2h_us or 0) > 0
+    )
+    return bool(rests) and not fluid
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pipeline=st.one_of(pipelines(), wide_pipelines()), preset=device_presets())
+def test_random_pipelines_on_redrawn_presets(pipeline: Pipeline, preset: DevicePreset) -> None:
+    """Figures no built-in preset has: Fermi queues with two copy engines, one resident
+    kernel, latencies everywhere, chunked pageable copies on a textbook GPU ..."""
+    assume(not skips_the_rest(preset))
+    assert_same_but_known_ties(pipeline, preset)
+
+
+@pytest.mark.benchmark
+@settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(pipeline=st.one_of(pipelines(), wide_pipelines(max_ops=60)), preset=device_presets())
+def test_random_pipelines_on_redrawn_presets_long(pipeline: Pipeline, preset: DevicePreset) -> None:
+    assume(not skips_the_rest(preset))
     assert_same_but_known_ties(pipeline, preset)
 
 
