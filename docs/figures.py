@@ -37,8 +37,8 @@ def _us(ns: float) -> str:
 
 def examples() -> None:
     from swimlanes.analysis.insights import explain
-    from swimlanes.commands.simulate import simulate_file
     from swimlanes.resources import example_names, example_path
+    from swimlanes.services.simulation import simulate_file
     from swimlanes.timeline.metrics import compute_metrics
 
     print("== examples on their presets: makespan, serial, speedup, busy %, insights")
@@ -199,9 +199,9 @@ def accuracy() -> None:
     """What `swimlanes compare` reports for each example with a shipped measurement."""
     import statistics
 
-    from swimlanes.commands.compare import simulation_device
     from swimlanes.engine import get_preset, simulate
     from swimlanes.resources import example_names, measurements_dir
+    from swimlanes.services.devices import simulation_device
     from swimlanes.timeline.compare import compare_timelines
     from swimlanes.timeline.io import load_run
 

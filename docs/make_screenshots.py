@@ -335,8 +335,8 @@ def _split_schedule(window, charts_share: float) -> None:  # noqa: ANN001 - Main
 
 def _main_window_compare(shooter: Shooter) -> list[Path]:
     """The whole window as a user sees it after opening a shipped H200 measurement."""
-    from swimlanes.commands.compare import shipped_measurement
     from swimlanes.resources import example_path
+    from swimlanes.services.runs import shipped_measurement
     from swimlanes.timeline.io import load_run
 
     run_path = shipped_measurement(example_path("default-stream-trap"))
@@ -356,7 +356,7 @@ def _main_window_compare(shooter: Shooter) -> list[Path]:
 
 
 def _side_by_side(shooter: Shooter, example: str, run_path: Path) -> Path:
-    from swimlanes.commands.compare import simulation_device
+    from swimlanes.services.devices import simulation_device
     from swimlanes.timeline.io import load_run
 
     w = shooter.window
@@ -411,9 +411,10 @@ MEASURED_EXPORTS = {
 
 def make_measured_export(out_dir: Path, name: str) -> Path | None:
     """An exported side-by-side image (what ``swimlanes export --measured`` writes)."""
-    from swimlanes.commands.compare import shipped_measurement, simulation_device
     from swimlanes.engine import get_preset, simulate
     from swimlanes.resources import example_path
+    from swimlanes.services.devices import simulation_device
+    from swimlanes.services.runs import shipped_measurement
     from swimlanes.timeline.io import load_run
     from swimlanes.ui.export_image import export_image
     from swimlanes.ui.gantt.rows import stream_info_of

@@ -169,7 +169,7 @@ def _tutorial_sections() -> dict[str, str]:
 
 
 def test_tutorial_quotes_each_examples_current_makespan() -> None:
-    from swimlanes.commands.simulate import simulate_file
+    from swimlanes.services.simulation import simulate_file
 
     for name, section in _tutorial_sections().items():
         pipeline, timeline = simulate_file(EXAMPLES / f"{name}.json", None)
@@ -265,8 +265,8 @@ def test_comparing_quotes_what_swimlanes_compare_prints_now(
 def test_comparing_quotes_the_current_accuracy_of_every_example() -> None:
     import statistics
 
-    from swimlanes.commands.compare import simulation_device
     from swimlanes.engine import get_preset, simulate
+    from swimlanes.services.devices import simulation_device
     from swimlanes.timeline.compare import compare_timelines
     from swimlanes.timeline.io import load_run
 

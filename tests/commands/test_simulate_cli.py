@@ -235,8 +235,8 @@ def test_gui_hands_the_file_to_the_app(monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_table_says_when_a_timeline_was_measured() -> None:
-    from swimlanes.commands.simulate import format_table
     from swimlanes.model import Op, Pipeline, Stream
+    from swimlanes.services.simulation import format_table
     from swimlanes.timeline import TimelineBuilder, compute_metrics
 
     b = TimelineBuilder(["s1"], ["H2D"])

@@ -239,7 +239,7 @@ def test_errors_are_on_both_processes_and_only_beside_a_measurement(doc: dict[st
 
 def test_no_flow_arrow_ends_before_it_starts_in_any_example() -> None:
     """A host sync's slice starts before the work it waits for: its arrow used to point back."""
-    from swimlanes.commands.simulate import simulate_file
+    from swimlanes.services.simulation import simulate_file
 
     examples = sorted(EXAMPLES.glob("*.json"))
     assert len(examples) == 11

@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import TYPE_CHECKING
 
-from swimlanes.cli import CommandError
+from swimlanes.services.errors import CommandError
 
 if TYPE_CHECKING:
     from swimlanes.gpu.host import HostIdentity

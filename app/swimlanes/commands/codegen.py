@@ -8,11 +8,11 @@ from __future__ import annotations
 
 import argparse
 
-from swimlanes.cli import CommandError
 from swimlanes.codegen import LANGUAGES, CodegenError
 from swimlanes.model.atomic_write import write_text_atomic
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import pipeline_argument
+from swimlanes.services.errors import CommandError
 
 
 def run(args: argparse.Namespace) -> int:

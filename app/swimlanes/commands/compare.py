@@ -19,26 +19,24 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from swimlanes.cli import CommandError
+from swimlanes.engine import get_preset, simulate
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import load_pipeline
-from swimlanes.resources import measurements_dir, pipeline_argument
+from swimlanes.resources import pipeline_argument
+from swimlanes.services.band_output import band_json, band_phrase, compute_band
+from swimlanes.services.errors import CommandError
+from swimlanes.services.measuring import measure
+from swimlanes.services.runs import load_measurement, shipped_measurement
+from swimlanes.timeline.compare import compare_timelines
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 if TYPE_CHECKING:
     from swimlanes.gpu.preset_choice import PresetChoice
 
 
-def shipped_measurement(pipeline_path: str | Path) -> Path | None:
-    """The shipped H200 run of an example (``resources/measurements/<name>.h200.json``)."""
-    path = measurements_dir() / f"{Path(pipeline_path).stem}.h200.json"
-    return path if path.is_file() else None
-
-
 def measured_timeline(args: argparse.Namespace, pipeline: Pipeline) -> tuple[Timeline, str]:
     """The measured side and where it came from."""
     from swimlanes.gpu import NO_GPU_MESSAGE, cuda_available
-    from swimlanes.timeline.io import load_run
 
     path: str | Path | None = args.measured
     if path is None and not cuda_available():
@@ -49,25 +47,10 @@ def measured_timeline(args: argparse.Namespace, pipeline: Pipeline) -> tuple[Tim
             f"{NO_GPU_MESSAGE}: comparing with the shipped measurement {path.name}", file=sys.stderr
         )
     if path is not None:
-        try:
-            timeline, _ = load_run(path)
-        except (OSError, ValueError) as err:
-            raise CommandError(f"cannot read the measurement {path}: {err}") from None
-        return timeline, str(path)
-    from swimlanes.commands.run import measure
-
+        return load_measurement(path), str(path)
     # The calibration is only for the comparison: not needed when --device names the preset.
     calibrate = not (getattr(args, "no_calibrate", False) or args.device)
     return measure(pipeline, args.repeat, 1, args.backend, calibrate=calibrate), "this GPU"
-
-
-def simulation_device(requested: str | None, measured: Timeline) -> str:
-    """The preset to simulate on beside ``measured``, as ``compare`` chooses it: the one asked
-    for, else the measured host's cached calibration, another host's of the same GPU, or the
-    shipped preset of that GPU (h200 when there is none)."""
-    from swimlanes.gpu.preset_choice import choose_preset
-
-    return choose_preset(measured, requested)[0].device
 
 
 def _us(v: float | None) -> str:
@@ -102,9 +85,6 @@ def format_comparison(data: dict, source: str) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from swimlanes.engine import get_preset, simulate
-    from swimlanes.timeline.compare import compare_timelines
-
     pipeline = load_pipeline(pipeline_argument(args.file))
     measured, source = measured_timeline(args, pipeline)
     if not len(measured) or measured.t0 == NO_TIME:
@@ -147,10 +127,7 @@ def _band_verdict(
     pipeline: Pipeline, device: str, measured: Timeline, args: argparse.Namespace, data: dict
 ) -> str:
     """Add the prediction band and ``measured_in_band`` to ``data``; the text line."""
-    from swimlanes.commands.band_output import band_json, band_phrase, compute_band
-    from swimlanes.engine import get_preset
-
-    band = compute_band(pipeline, get_preset(device), args)
+    band = compute_band(pipeline, get_preset(device), args.band_samples, args.seed)
     data.update(band_json(band))
     if isinstance(band, str):
         data["measured_in_band"] = None

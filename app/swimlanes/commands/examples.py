@@ -8,9 +8,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from swimlanes.cli import CommandError
 from swimlanes.model.io import write_text_atomic
 from swimlanes.resources import example_names, example_path
+from swimlanes.services.errors import CommandError
 
 
 def example_info(name: str) -> dict[str, Any]:

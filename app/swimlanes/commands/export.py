@@ -7,75 +7,37 @@ run. OUT's extension picks the format. Images need no display (Qt runs offscreen
 from __future__ import annotations
 
 import argparse
-import gzip
-import json
 from pathlib import Path
 
-from swimlanes.cli import CommandError
 from swimlanes.model.document import Pipeline
 from swimlanes.resources import pipeline_argument
+from swimlanes.services.devices import simulation_device
+from swimlanes.services.errors import CommandError
+from swimlanes.services.runs import is_pipeline_file, load_trace
+from swimlanes.services.simulation import simulate_file, simulate_pipeline
 from swimlanes.timeline.timeline import Timeline
 
 IMAGE_FORMATS = (".png", ".svg", ".pdf")
 DATA_FORMATS = (".json", ".csv")
 FORMATS = IMAGE_FORMATS + DATA_FORMATS
-PIPELINE_FORMAT = "swimlanes-pipeline"
-
-
-def is_pipeline_file(path: Path) -> bool:
-    """Whether ``path`` holds a pipeline (rather than a run or trace), from its first bytes."""
-    try:
-        with path.open("rb") as f:
-            head = f.read(4096)
-    except OSError as err:
-        raise CommandError(f"cannot read {path}: {err.strerror or err}") from None
-    if head[:2] == b"\x1f\x8b":  # gzip: only traces are gzipped
-        return False
-    text = head.decode("utf-8", errors="replace").replace(" ", "").replace("\n", "")
-    at = text.find('"format":"')
-    if at >= 0:  # the first format key is the document's (a run embeds its pipeline later)
-        return text[at + 10 :].startswith(f'{PIPELINE_FORMAT}"')
-    if '"traceEvents"' in text:
-        return False
-    # an unlabelled document: a pipeline has a program, a trace has events
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError):
-        return False
-    return isinstance(data, dict) and "program" in data
-
-
-def _load_trace(path: Path) -> tuple[Timeline, Pipeline | None]:
-    from swimlanes.timeline.io import load_timeline_any
-    from swimlanes.timeline.trace_import import TraceError
-
-    if not path.is_file():
-        raise CommandError(f"no such file: {path}")
-    try:
-        return load_timeline_any(path)
-    except (TraceError, ValueError, OSError, gzip.BadGzipFile) as err:
-        raise CommandError(f"cannot open {path.name}: {err}") from None
 
 
 def load_inputs(
     args: argparse.Namespace,
 ) -> tuple[Timeline | None, Timeline | None, str, Pipeline | None]:
     """(simulated, measured, title, pipeline if known) from INPUT and ``--measured``."""
-    from swimlanes.commands.compare import simulation_device
-    from swimlanes.commands.simulate import simulate_file
-
     path = pipeline_argument(args.input)
     if not path.is_file():
         raise CommandError(f"no such file: {path}")
     simulated = measured = None
-    extra = _load_trace(Path(args.measured))[0] if args.measured else None
+    extra = load_trace(Path(args.measured))[0] if args.measured else None
     # Beside a measurement, simulate on the measured GPU's preset unless --device says otherwise.
     device = args.device or (simulation_device(None, extra) if extra is not None else None)
     if is_pipeline_file(path):
         pipeline, simulated = simulate_file(path, device)
         title = pipeline.name
     else:
-        tl, pipeline = _load_trace(path)
+        tl, pipeline = load_trace(path)
         title = (pipeline.name if pipeline is not None else "") or tl.name or path.stem
         if tl.source == "measured":
             if extra is not None:
@@ -84,20 +46,11 @@ def load_inputs(
                 )
             measured = tl
             if pipeline is not None and args.view != "measured":
-                simulated = _simulate(pipeline, args.device or simulation_device(None, tl))
+                device = args.device or simulation_device(None, tl)
+                simulated = simulate_pipeline(pipeline, device)
         else:
             simulated = tl
     return simulated, measured if extra is None else extra, title, pipeline
-
-
-def _simulate(pipeline: Pipeline, requested: str | None) -> Timeline:
-    from swimlanes.commands.simulate import device_choice
-    from swimlanes.engine import get_preset, simulate
-
-    try:
-        return simulate(pipeline, get_preset(device_choice(pipeline, requested)))
-    except ValueError as err:
-        raise CommandError(f"cannot simulate the run's pipeline: {err}") from None
 
 
 def choose_view(

@@ -6,107 +6,17 @@ from __future__ import annotations
 import argparse
 import json
 import textwrap
-from pathlib import Path
 from typing import Any
 
 from swimlanes.analysis.insights import Insight, explain
-from swimlanes.cli import CommandError
+from swimlanes.engine import get_preset
+from swimlanes.engine.bands import Band
 from swimlanes.model.document import Pipeline
-from swimlanes.model.io import load_pipeline
-from swimlanes.resources import pipeline_argument
-from swimlanes.timeline.metrics import Metrics, compute_metrics, metrics_json
-from swimlanes.timeline.timeline import NO_TIME, Timeline
-
-#: Used when neither ``--device`` nor the pipeline's ``device`` key names one.
-FALLBACK_DEVICE = "h200"
-
-
-def device_choice(pipeline: Pipeline, requested: str | None) -> str:
-    """The preset to simulate on: ``--device``, else the pipeline's ``device`` key, else h200."""
-    if requested:
-        return requested
-    preferred = pipeline.extra.get("device")
-    return preferred if isinstance(preferred, str) and preferred.strip() else FALLBACK_DEVICE
-
-
-def simulate_file(path: str | Path, requested_device: str | None) -> tuple[Pipeline, Timeline]:
-    """Load, pick the device and simulate; user errors become :class:`CommandError`."""
-    from swimlanes.engine import get_preset, simulate
-
-    pipeline = load_pipeline(pipeline_argument(str(path)))
-    device = device_choice(pipeline, requested_device)
-    try:
-        preset = get_preset(device)
-    except ValueError as err:
-        where = "" if requested_device else f" (the device named in {Path(path).name})"
-        raise CommandError(f"{err}{where}") from None
-    try:
-        timeline = simulate(pipeline, preset)
-    except ValueError as err:
-        raise CommandError(f"cannot simulate {Path(path).name}: {err}") from None
-    return pipeline, timeline
-
-
-def simulation_json(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> dict[str, Any]:
-    """The ``--json`` object: headline figures, every op, and engine busy time."""
-    figures = metrics_json(m)
-    return {
-        "pipeline": pipeline.name,
-        "device": timeline.device,
-        "makespan_us": figures["makespan_us"],
-        "serial_us": figures["serial_us"],
-        "speedup": figures["speedup"],
-        "engines": figures["engine_busy_us"],
-        "ops": timeline.ops_json(),
-        "metrics": figures,
-    }
-
-
-def _cell(v: int, t0: int) -> str:
-    return "-" if v == NO_TIME else f"{(int(v) - t0) / 1000.0:.1f}"
-
-
-def format_table(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> str:
-    """Op rows (times in microseconds from the first host call), then the summary figures.
-
-    Works for measured timelines too: the heading says which it is.
-    """
-    t0 = timeline.t0
-    width = max([5, *(len(label) for label in timeline.labels)])
-    width = min(width, 32)
-    head = (
-        f"{'#':>4}  {'op':<12} {'stream':<12} {'label':<{width}} "
-        f"{'issue':>10} {'start':>10} {'end':>10} {'duration':>10}"
-    )
-    lines = [
-        pipeline.name,
-        f"{timeline.source} on {timeline.device}, {len(timeline)} ops; "
-        "times in us from the first host call",
-        "",
-        head,
-        "-" * len(head),
-    ]
-    for r in range(len(timeline)):
-        start, end = int(timeline.start[r]), int(timeline.end[r])
-        duration = "-" if NO_TIME in (start, end) else f"{(end - start) / 1000.0:.1f}"
-        lines.append(
-            f"{int(timeline.index[r]):>4}  {timeline.op_kind(r):<12} "
-            f"{(timeline.stream_name(r) or '(host)')[:12]:<12} "
-            f"{timeline.labels[r][:width]:<{width}} {_cell(timeline.issue_start[r], t0):>10} "
-            f"{_cell(start, t0):>10} {_cell(end, t0):>10} {duration:>10}"
-        )
-    lines += [
-        "",
-        f"{'makespan':<26}{m.makespan_ns / 1000.0:>12.1f} us",
-        f"{'serial':<26}{m.serial_ns / 1000.0:>12.1f} us   (device ops one after another)",
-        f"{'speedup':<26}{m.speedup:>12.2f}x",
-    ]
-    rows = [
-        (f"{name} busy", busy, m.engine_busy_pct[name]) for name, busy in m.engine_busy_ns.items()
-    ]
-    rows.append(("2+ engines busy (overlap)", m.overlap_ns, m.overlap_pct))
-    lines += [f"{label:<26}{ns / 1000.0:>12.1f} us   {pct:5.1f}%" for label, ns, pct in rows]
-    return "\n".join(lines)
+from swimlanes.services.band_output import add_op_bands, band_json, band_line, compute_band
+from swimlanes.services.devices import device_choice
+from swimlanes.services.simulation import format_table, simulate_file, simulation_json
+from swimlanes.timeline.metrics import compute_metrics
+from swimlanes.timeline.timeline import Timeline
 
 
 def format_insights(insights: list[Insight]) -> str:
@@ -140,8 +50,6 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_table(pipeline, timeline, m))
         if band is not None:
-            from swimlanes.commands.band_output import band_line
-
             print(band_line(timeline.makespan_ns, band))
         if insights is not None:
             print()
@@ -149,17 +57,13 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _band(pipeline: Pipeline, timeline: Timeline, args: argparse.Namespace) -> Any:
-    """The prediction band on the preset just simulated on (see commands.band_output)."""
-    from swimlanes.commands.band_output import compute_band
-    from swimlanes.engine import get_preset
-
-    return compute_band(pipeline, get_preset(device_choice(pipeline, args.device)), args)
+def _band(pipeline: Pipeline, timeline: Timeline, args: argparse.Namespace) -> Band | str:
+    """The prediction band on the preset just simulated on (see services.band_output)."""
+    preset = get_preset(device_choice(pipeline, args.device))
+    return compute_band(pipeline, preset, args.band_samples, args.seed)
 
 
-def _add_band_json(out: dict[str, Any], timeline: Timeline, band: Any) -> None:
-    from swimlanes.commands.band_output import add_op_bands, band_json
-
+def _add_band_json(out: dict[str, Any], timeline: Timeline, band: Band | str) -> None:
     out.update(band_json(band))
     if not isinstance(band, str):
         add_op_bands(out["ops"], timeline, band)

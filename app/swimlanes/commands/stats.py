@@ -14,8 +14,8 @@ from typing import Any
 
 import numpy as np
 
-from swimlanes.cli import CommandError
 from swimlanes.model.document import OP_KINDS
+from swimlanes.services.errors import CommandError
 from swimlanes.timeline.compare import fmt_time
 from swimlanes.timeline.io import TraceError, load_timelines_any
 from swimlanes.timeline.metrics import (

@@ -112,7 +112,9 @@ class ChartSearch(QObject):
             action.setStatusTip(tip)
             action.triggered.connect(lambda _checked=False, s=slot: s())
             actions.append(action)
-        insert_after(menu, after, actions)
+        separator = QAction(window)
+        separator.setSeparator(True)  # the chart's view options follow
+        insert_after(menu, after, [*actions, separator])
         return actions
 
     def _step_from_menu(self, direction: int) -> None:

@@ -150,8 +150,9 @@ class ChartNavigation(QObject):
 
     # -- history ----------------------------------------------------------------------------
     def _on_range_changed(self, *_args: object) -> None:
-        self._before = self._view
-        self._view = self.charts.x_range_ns()
+        view = self.charts.x_range_ns()
+        if view != self._view:  # a repeated signal must not overwrite the view before
+            self._before, self._view = self._view, view
 
     def _on_user_view(self, _whole: bool) -> None:
         # the chart tells after the change: the view before it is the one to go back to

@@ -1,4 +1,4 @@
-"""Prediction bands on the command line: ``simulate --band`` and ``compare``.
+"""Prediction bands as the command line shows them: ``simulate --band`` and ``compare``.
 
 Shared by both commands: computing the band (a refusal becomes a message, not an error), its
 JSON keys and its line of text. The wording says what the band is: the sampled runs' p10..p90
@@ -8,21 +8,22 @@ which makes it the range that held the measurement for 90% of the training pipel
 
 from __future__ import annotations
 
-import argparse
 from typing import Any
 
-from swimlanes.cli import CommandError
 from swimlanes.engine.bands import Band, BandRefused, simulate_band
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.model.document import Pipeline
+from swimlanes.services.errors import CommandError
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 
-def compute_band(pipeline: Pipeline, preset: DevicePreset, args: argparse.Namespace) -> Band | str:
-    """The band, or why there is none (a pipeline too large); bad ``--band-samples`` is a
-    CommandError."""
+def compute_band(
+    pipeline: Pipeline, preset: DevicePreset, samples: int | None, seed: int
+) -> Band | str:
+    """The band (``samples`` runs, by pipeline size when None), or why there is none (a
+    pipeline too large); a bad sample count is a CommandError."""
     try:
-        return simulate_band(pipeline, preset, samples=args.band_samples, seed=args.seed)
+        return simulate_band(pipeline, preset, samples=samples, seed=seed)
     except BandRefused as err:
         return str(err)
     except ValueError as err:

@@ -1,0 +1,103 @@
+"""Simulating a pipeline file, and the table and JSON forms of a simulated (or measured)
+timeline that ``simulate``, ``run`` and the headless app print."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from swimlanes.engine import get_preset, simulate
+from swimlanes.model.document import Pipeline
+from swimlanes.model.io import load_pipeline
+from swimlanes.resources import pipeline_argument
+from swimlanes.services.devices import device_choice
+from swimlanes.services.errors import CommandError
+from swimlanes.timeline.metrics import Metrics, metrics_json
+from swimlanes.timeline.timeline import NO_TIME, Timeline
+
+
+def simulate_file(path: str | Path, requested_device: str | None) -> tuple[Pipeline, Timeline]:
+    """Load, pick the device and simulate; user errors become :class:`CommandError`."""
+    pipeline = load_pipeline(pipeline_argument(str(path)))
+    device = device_choice(pipeline, requested_device)
+    try:
+        preset = get_preset(device)
+    except ValueError as err:
+        where = "" if requested_device else f" (the device named in {Path(path).name})"
+        raise CommandError(f"{err}{where}") from None
+    try:
+        timeline = simulate(pipeline, preset)
+    except ValueError as err:
+        raise CommandError(f"cannot simulate {Path(path).name}: {err}") from None
+    return pipeline, timeline
+
+
+def simulate_pipeline(pipeline: Pipeline, requested_device: str | None) -> Timeline:
+    """Simulate a pipeline already loaded (a run's own pipeline) on the preset
+    :func:`device_choice` picks; a refusal becomes a :class:`CommandError`."""
+    try:
+        return simulate(pipeline, get_preset(device_choice(pipeline, requested_device)))
+    except ValueError as err:
+        raise CommandError(f"cannot simulate the run's pipeline: {err}") from None
+
+
+def simulation_json(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> dict[str, Any]:
+    """The ``--json`` object: headline figures, every op, and engine busy time."""
+    figures = metrics_json(m)
+    return {
+        "pipeline": pipeline.name,
+        "device": timeline.device,
+        "makespan_us": figures["makespan_us"],
+        "serial_us": figures["serial_us"],
+        "speedup": figures["speedup"],
+        "engines": figures["engine_busy_us"],
+        "ops": timeline.ops_json(),
+        "metrics": figures,
+    }
+
+
+def _cell(v: int, t0: int) -> str:
+    return "-" if v == NO_TIME else f"{(int(v) - t0) / 1000.0:.1f}"
+
+
+def format_table(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> str:
+    """Op rows (times in microseconds from the first host call), then the summary figures.
+
+    Works for measured timelines too: the heading says which it is.
+    """
+    t0 = timeline.t0
+    width = max([5, *(len(label) for label in timeline.labels)])
+    width = min(width, 32)
+    head = (
+        f"{'#':>4}  {'op':<12} {'stream':<12} {'label':<{width}} "
+        f"{'issue':>10} {'start':>10} {'end':>10} {'duration':>10}"
+    )
+    lines = [
+        pipeline.name,
+        f"{timeline.source} on {timeline.device}, {len(timeline)} ops; "
+        "times in us from the first host call",
+        "",
+        head,
+        "-" * len(head),
+    ]
+    for r in range(len(timeline)):
+        start, end = int(timeline.start[r]), int(timeline.end[r])
+        duration = "-" if NO_TIME in (start, end) else f"{(end - start) / 1000.0:.1f}"
+        lines.append(
+            f"{int(timeline.index[r]):>4}  {timeline.op_kind(r):<12} "
+            f"{(timeline.stream_name(r) or '(host)')[:12]:<12} "
+            f"{timeline.labels[r][:width]:<{width}} {_cell(timeline.issue_start[r], t0):>10} "
+            f"{_cell(start, t0):>10} {_cell(end, t0):>10} {duration:>10}"
+        )
+    lines += [
+        "",
+        f"{'makespan':<26}{m.makespan_ns / 1000.0:>12.1f} us",
+        f"{'serial':<26}{m.serial_ns / 1000.0:>12.1f} us   (device ops one after another)",
+        f"{'speedup':<26}{m.speedup:>12.2f}x",
+    ]
+    rows = [
+        (f"{name} busy", busy, m.engine_busy_pct[name]) for name, busy in m.engine_busy_ns.items()
+    ]
+    rows.append(("2+ engines busy (overlap)", m.overlap_ns, m.overlap_pct))
+    lines += [f"{label:<26}{ns / 1000.0:>12.1f} us   {pct:5.1f}%" for label, ns, pct in rows]
+    return "\n".join(lines)
