@@ -40,7 +40,13 @@ def _add_band(p: argparse.ArgumentParser, *, flag: bool) -> None:
     p.add_argument(
         "--band-samples", type=int, metavar="N", help="band samples (default: by pipeline size)"
     )
-    p.add_argument("--seed", type=int, default=0, metavar="S", help="band sampling seed")
+    p.add_argument(
+        "--seed",
+        type=int,
+        default=0,
+        metavar="S",
+        help="random seed of the band's samples: the same seed gives the same band (default: 0)",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -55,68 +61,166 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("file", nargs="?", help="pipeline or measurement to open")
 
     p = sub.add_parser("simulate", help="simulate a pipeline and print its timeline")
-    p.add_argument("file")
+    p.add_argument("file", help="pipeline file, or the name of a shipped example")
     _add_device(p)
-    p.add_argument("--json", action="store_true", help="print one JSON object")
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (times in us) instead of the table",
+    )
     p.add_argument(
         "--insights", action="store_true", help="also explain the schedule and what to change"
     )
     _add_band(p, flag=True)
 
     p = sub.add_parser("export", help="export a timeline as PNG, SVG, PDF, trace JSON or CSV")
-    p.add_argument("input", help="pipeline, measurement or trace file")
-    p.add_argument("-o", "--output", required=True, help="output; its extension picks the format")
+    p.add_argument(
+        "input",
+        help="pipeline (simulated here; or a shipped example's name), saved run, timeline or "
+        "trace file",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        required=True,
+        metavar="OUT",
+        help="file to write; its extension picks the format: .png, .svg, .pdf, .json (Chrome "
+        "trace) or .csv",
+    )
     _add_device(p)
     p.add_argument("--measured", metavar="RUN.json", help="a measured run to show beside it")
-    p.add_argument("--width", type=int, default=1600, metavar="PX", help="image width in pixels")
+    p.add_argument(
+        "--width",
+        type=int,
+        default=1600,
+        metavar="PX",
+        help="image width in pixels, 400 to 16000 (default: 1600; images only)",
+    )
     p.add_argument(
         "--view",
         choices=("auto", "simulated", "measured", "both"),
         default="auto",
-        help="which chart(s) an image shows (auto: both when a measurement is given)",
+        help="which chart(s) an image shows (default: auto, every timeline there is: both "
+        "when a measurement is given)",
     )
 
     p = sub.add_parser(
         "devices", help="list device presets (built in and calibrated on hosts) and their figures"
     )
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--json", action="store_true", help="print a JSON array of the presets instead of a table"
+    )
 
     p = sub.add_parser("examples", help="list shipped example pipelines, or write one to a file")
-    p.add_argument("name", nargs="?")
-    p.add_argument("-o", "--output", help="where to write the example")
+    p.add_argument("name", nargs="?", help="the example to print or write (default: list them all)")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="FILE",
+        help="write the example to FILE, or to DIR/NAME.json when FILE is a folder "
+        "(default: print it)",
+    )
 
     p = sub.add_parser("stats", help="per-stream statistics of a trace or timeline")
-    p.add_argument("trace")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "trace",
+        help="Chrome or PyTorch trace, saved run or timeline file (gzipped or not)",
+    )
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object (times in us) instead of text"
+    )
 
     p = sub.add_parser("run", help="run pipelines on the GPU and print the measured timelines")
-    p.add_argument("file", nargs="+", help="one or more pipelines, run one after another")
-    p.add_argument("--repeat", type=int, default=5, metavar="N")
-    p.add_argument("--warmup", type=int, default=1, metavar="N")
-    p.add_argument("--backend", choices=("auto", "cupti", "events"), default="auto")
-    p.add_argument("--json", action="store_true")
-    p.add_argument("-o", "--output", metavar="RUN.json", help="save the measured run")
+    p.add_argument(
+        "file",
+        nargs="+",
+        help="one or more pipelines (files or shipped examples' names), run one after another",
+    )
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        metavar="N",
+        help="timed repetitions: the times shown are those of the one with the median device "
+        "span, the spread is p10..p90 over all of them (default: 5)",
+    )
+    p.add_argument(
+        "--warmup",
+        type=int,
+        default=1,
+        metavar="N",
+        help="untimed repetitions first, to compile kernels and warm caches (default: 1)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "cupti", "events"),
+        default="auto",
+        help="how ops are timed: CUPTI activity records or CUDA events (default: auto, CUPTI "
+        "where it loads, else events)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object per pipeline (times in us) instead of the table",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="RUN.json",
+        help="save the measured run with its pipeline, for compare --measured and the app",
+    )
     p.add_argument(
         "--out-dir", metavar="DIR", help="save each measured run as DIR/<pipeline>.run.json"
     )
     _add_no_calibrate(p)
 
     p = sub.add_parser("compare", help="run and simulate a pipeline and report the errors")
-    p.add_argument("file")
+    p.add_argument("file", help="pipeline file, or the name of a shipped example")
     _add_device(p)
-    p.add_argument("--repeat", type=int, default=5, metavar="N")
-    p.add_argument("--backend", choices=("auto", "cupti", "events"), default="auto")
-    p.add_argument("--measured", metavar="RUN.json", help="compare with a saved run instead")
-    p.add_argument("--json", action="store_true")
+    p.add_argument(
+        "--repeat",
+        type=int,
+        default=5,
+        metavar="N",
+        help="timed repetitions on the GPU; the one with the median device span is compared "
+        "(default: 5)",
+    )
+    p.add_argument(
+        "--backend",
+        choices=("auto", "cupti", "events"),
+        default="auto",
+        help="how ops are timed: CUPTI activity records or CUDA events (default: auto, CUPTI "
+        "where it loads, else events)",
+    )
+    p.add_argument(
+        "--measured",
+        metavar="RUN.json",
+        help="compare with a saved run instead of running now (default without a GPU: the "
+        "shipped measurement of a shipped example)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (times and errors in us) instead of the report",
+    )
     _add_band(p, flag=False)
     _add_no_calibrate(p)
 
     p = sub.add_parser(
         "calibrate", help="measure this GPU, write a device preset and cache it for this host"
     )
-    p.add_argument("-o", "--output", metavar="PRESET.json")
-    p.add_argument("--quick", action="store_true", help="fewer sizes and repetitions")
-    p.add_argument("--raw", metavar="RAW.json", help="also save the raw measurements")
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="PRESET.json",
+        help="where to write the preset (default: <device>-calibrated.json in this folder)",
+    )
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="fewer sizes and repetitions, and a 20 s limit on the optional probes",
+    )
+    p.add_argument("--raw", metavar="RAW.json", help="also save the raw measurements to RAW.json")
     p.add_argument(
         "--time-limit",
         type=float,
@@ -128,10 +232,28 @@ def build_parser() -> argparse.ArgumentParser:
         "--no-cache", action="store_true", help="do not store the preset in this host's cache"
     )
 
+    p = sub.add_parser(
+        "schema", help="print the JSON Schema of a file format (for editors and validators)"
+    )
+    p.add_argument(
+        "format",
+        nargs="?",
+        choices=("pipeline", "run", "timeline"),
+        default="pipeline",
+        help="which file format: a pipeline, a saved measured run, or a timeline "
+        "(default: pipeline)",
+    )
+    p.add_argument("-o", "--output", metavar="FILE", help="write it to FILE instead of printing")
+
     p = sub.add_parser("codegen", help="generate runnable Numba CUDA or CUDA C++ code")
-    p.add_argument("file")
-    p.add_argument("--lang", choices=("python", "cuda"), required=True)
-    p.add_argument("-o", "--output", required=True)
+    p.add_argument("file", help="pipeline file, or the name of a shipped example")
+    p.add_argument(
+        "--lang",
+        choices=("python", "cuda"),
+        required=True,
+        help="python: a Numba CUDA script; cuda: a CUDA C++ program",
+    )
+    p.add_argument("-o", "--output", required=True, metavar="OUT", help="the source file to write")
     return parser
 
 
