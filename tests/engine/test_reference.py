@@ -182,6 +182,11 @@ def test_random_wide_pipelines_long(pipeline: Pipeline, preset: str) -> None:
     assert_same_but_known_ties(pipeline, preset)
 
 
+@pytest.mark.parametrize("preset", PRESETS)
+def test_an_empty_program(preset: str) -> None:
+    assert_same(Pipeline(name="empty", streams=[Stream("s1")], program=[]), preset)
+
+
 def test_the_comparison_can_fail() -> None:
     """A timeline that differs in one op's end is reported, with the column named."""
     pipeline = load_pipeline(EXAMPLES[0])
