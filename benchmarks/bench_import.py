@@ -29,8 +29,8 @@ def synthesise(path: Path, n_events: int, use_gzip: bool) -> int:
 
 
 def load(path: Path) -> dict[str, object]:
+    from swimlanes.timeline.formats.trace_import import load_trace
     from swimlanes.timeline.metrics import compute_metrics
-    from swimlanes.timeline.trace_import import load_trace
 
     t0 = time.perf_counter()
     tl = load_trace(path, progress=lambda _f: None, cancel=lambda: False)

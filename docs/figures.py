@@ -203,7 +203,7 @@ def accuracy() -> None:
     from swimlanes.resources import example_names, measurements_dir
     from swimlanes.services.devices import simulation_device
     from swimlanes.timeline.compare import compare_timelines
-    from swimlanes.timeline.io import load_run
+    from swimlanes.timeline.formats.io import load_run
 
     print("\n== simulated vs shipped measurement (swimlanes compare)")
     errors = []

@@ -337,7 +337,7 @@ def _main_window_compare(shooter: Shooter) -> list[Path]:
     """The whole window as a user sees it after opening a shipped H200 measurement."""
     from swimlanes.resources import example_path
     from swimlanes.services.runs import shipped_measurement
-    from swimlanes.timeline.io import load_run
+    from swimlanes.timeline.formats.io import load_run
 
     run_path = shipped_measurement(example_path("default-stream-trap"))
     if run_path is None:
@@ -357,7 +357,7 @@ def _main_window_compare(shooter: Shooter) -> list[Path]:
 
 def _side_by_side(shooter: Shooter, example: str, run_path: Path) -> Path:
     from swimlanes.services.devices import simulation_device
-    from swimlanes.timeline.io import load_run
+    from swimlanes.timeline.formats.io import load_run
 
     w = shooter.window
     shooter.open_example(example)
@@ -378,7 +378,7 @@ def _side_by_side(shooter: Shooter, example: str, run_path: Path) -> Path:
 def _charts_search(shooter: Shooter, example: str, run_path: Path) -> Path:
     """Find over the side-by-side charts: one stream's ops, the first stepped to (selected
     and centred), the filter dimming the rest."""
-    from swimlanes.timeline.io import load_run
+    from swimlanes.timeline.formats.io import load_run
 
     w = shooter.window
     if w.measured is None:
@@ -415,7 +415,7 @@ def make_measured_export(out_dir: Path, name: str) -> Path | None:
     from swimlanes.resources import example_path
     from swimlanes.services.devices import simulation_device
     from swimlanes.services.runs import shipped_measurement
-    from swimlanes.timeline.io import load_run
+    from swimlanes.timeline.formats.io import load_run
     from swimlanes.ui.export_image import export_image
     from swimlanes.ui.gantt.rows import stream_info_of
 

@@ -268,7 +268,7 @@ def test_comparing_quotes_the_current_accuracy_of_every_example() -> None:
     from swimlanes.engine import get_preset, simulate
     from swimlanes.services.devices import simulation_device
     from swimlanes.timeline.compare import compare_timelines
-    from swimlanes.timeline.io import load_run
+    from swimlanes.timeline.formats.io import load_run
 
     text = _comparing()
     errors = []

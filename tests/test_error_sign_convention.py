@@ -17,7 +17,7 @@ from swimlanes.cli import main
 from swimlanes.engine import get_preset, simulate
 from swimlanes.model.io import load_pipeline
 from swimlanes.timeline.compare import compare_timelines
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.io import load_run
 
 REPO = Path(__file__).resolve().parent.parent
 PIPELINE = REPO / "resources" / "examples" / "two-streams.json"

@@ -23,7 +23,7 @@ from generate import split  # noqa: E402
 
 from swimlanes.engine.presets import DevicePreset  # noqa: E402
 from swimlanes.model.document import Pipeline  # noqa: E402
-from swimlanes.timeline.io import load_run, run_from_dict, run_to_dict  # noqa: E402
+from swimlanes.timeline.formats.io import load_run, run_from_dict, run_to_dict  # noqa: E402
 from swimlanes.timeline.timeline import Timeline  # noqa: E402
 
 FORMAT = "swimlanes-fidelity"

@@ -13,7 +13,7 @@ from swimlanes.engine.presets import DevicePreset
 from swimlanes.model.document import Op, Pipeline, Stream
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import examples_dir, measurements_dir
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.io import load_run
 from swimlanes.timeline.timeline import Timeline
 
 EXAMPLES = sorted(p.stem for p in examples_dir().glob("*.json"))

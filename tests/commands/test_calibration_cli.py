@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 from swimlanes.resources import measurements_dir
-from swimlanes.timeline.io import load_run, save_run
+from swimlanes.timeline.formats.io import load_run, save_run
 
 
 def _swimlanes(config: Path, *argv: str, gpu: bool = True) -> subprocess.CompletedProcess[str]:

@@ -17,7 +17,7 @@ from swimlanes.cli import main
 from swimlanes.engine import simulate
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import example_path
-from swimlanes.timeline.io import save_run
+from swimlanes.timeline.formats.io import save_run
 
 EXAMPLE = example_path("chunked-overlap")
 

@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.io import load_run
 
 
 def _swimlanes(*argv: str) -> subprocess.CompletedProcess[str]:

@@ -15,7 +15,7 @@ from conftest import SHARED_TRACES
 from swimlanes.cli import main
 from swimlanes.resources import example_path, measurements_dir
 from swimlanes.timeline import TimelineBuilder
-from swimlanes.timeline.io import run_to_dict, save_run
+from swimlanes.timeline.formats.io import run_to_dict, save_run
 
 SIMPLE_ADD = SHARED_TRACES / "kineto-simple-add.json.gz"
 

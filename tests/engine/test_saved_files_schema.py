@@ -13,7 +13,7 @@ from strategies import pipelines
 from swimlanes.engine import simulate
 from swimlanes.model import Pipeline, save_pipeline
 from swimlanes.model.schema import pipeline_schema
-from swimlanes.timeline.io import save_run
+from swimlanes.timeline.formats.io import save_run
 from swimlanes.timeline.schema import run_schema, timeline_schema
 
 PIPELINE = jsonschema.Draft202012Validator(pipeline_schema())

@@ -33,8 +33,8 @@ from swimlanes.cli import main
 from swimlanes.engine import simulate
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import example_names, example_path, measurements_dir
-from swimlanes.timeline.chrome_trace import timeline_to_chrome_trace
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.chrome_trace import timeline_to_chrome_trace
+from swimlanes.timeline.formats.io import load_run
 
 SHARED_TRACES = Path(__file__).resolve().parents[2].parent / "shared" / "traces"
 #: A case that takes longer than this is reported as a hang (and interrupted, where it can be).

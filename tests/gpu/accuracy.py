@@ -24,7 +24,7 @@ from swimlanes.engine.fit import fit_timing
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import example_names, example_path
 from swimlanes.timeline.compare import accuracy_table, compare_timelines
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.io import load_run
 
 
 def per_kind(rows: list[dict]) -> dict[str, dict[str, float]]:

@@ -8,7 +8,7 @@ from swimlanes.engine import get_preset, simulate
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import example_names, example_path, measurements_dir, presets_dir
 from swimlanes.timeline.compare import accuracy_table
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.io import load_run
 
 
 def test_every_shipped_example_has_a_shipped_h200_measurement() -> None:

@@ -51,7 +51,7 @@ def test_compare_without_gpu_or_measurement_is_a_clear_error(no_gpu, tmp_path, c
 def test_compare_with_a_saved_run_needs_no_gpu(no_gpu, tmp_path, capsys) -> None:
     from swimlanes.engine import simulate
     from swimlanes.model.io import load_pipeline
-    from swimlanes.timeline.io import save_run
+    from swimlanes.timeline.formats.io import save_run
 
     pipeline = load_pipeline(example_path("two-streams"))
     fake = simulate(pipeline, "h200")  # a run that matches the model exactly

@@ -19,7 +19,7 @@ from swimlanes.gpu.preset_cache import (
 )
 from swimlanes.gpu.preset_choice import choose_preset
 from swimlanes.resources import measurements_dir
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.io import load_run
 
 HOST_A = HostIdentity("NVIDIA H200", "580.95.05, CUDA 13.0", "AMD EPYC 9654", "gpu-a")
 HOST_B = HostIdentity("NVIDIA H200", "580.95.05, CUDA 13.0", "AMD EPYC 9654", "gpu-b")
@@ -150,7 +150,7 @@ def test_garbled_host_records_are_treated_as_unknown() -> None:
 def test_export_beside_a_measurement_simulates_on_the_measured_hosts_preset(tmp_path) -> None:
     from swimlanes.cli import main
     from swimlanes.resources import example_path
-    from swimlanes.timeline.io import save_run
+    from swimlanes.timeline.formats.io import save_run
 
     run = _h200_run(HOST_A)
     _, pipeline = load_run(measurements_dir() / "two-streams.h200.json")

@@ -11,8 +11,8 @@ import pytest
 
 from conftest import REPO, SHARED_TRACES
 from swimlanes.timeline import NO_TIME, Timeline, TimelineBuilder
-from swimlanes.timeline.chrome_trace import timeline_to_chrome_trace, write_chrome_trace
-from swimlanes.timeline.trace_import import load_trace
+from swimlanes.timeline.formats.chrome_trace import timeline_to_chrome_trace, write_chrome_trace
+from swimlanes.timeline.formats.trace_import import load_trace
 
 EXAMPLES = REPO / "resources" / "examples"
 ERROR_ARGS = ("start_error_us", "end_error_us", "duration_error_pct")

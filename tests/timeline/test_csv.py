@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from swimlanes.timeline import Timeline, TimelineBuilder
-from swimlanes.timeline.csv_export import BASE_COLUMNS, MEASURED_COLUMNS, write_op_csv
+from swimlanes.timeline.formats.csv_export import BASE_COLUMNS, MEASURED_COLUMNS, write_op_csv
 
 
 def timeline(source: str, stretch: int = 1, offset: int = 0, skip_last: bool = False) -> Timeline:

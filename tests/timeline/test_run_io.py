@@ -13,9 +13,9 @@ import pytest
 from conftest import SHARED_TRACES
 from swimlanes.model.validate import pipeline_from_dict
 from swimlanes.timeline import Timeline, TimelineBuilder
-from swimlanes.timeline.chrome_trace import write_chrome_trace
-from swimlanes.timeline.io import load_run, load_timeline_any, run_to_dict, save_run
-from swimlanes.timeline.trace_import import TraceError
+from swimlanes.timeline.formats.chrome_trace import write_chrome_trace
+from swimlanes.timeline.formats.io import load_run, load_timeline_any, run_to_dict, save_run
+from swimlanes.timeline.formats.trace_import import TraceError
 
 PIPELINE = {
     "format": "swimlanes-pipeline",
@@ -150,7 +150,7 @@ def test_load_any_refuses_a_pipeline(tmp_path: Path) -> None:
 
 
 def test_load_trace_also_opens_a_saved_run(tmp_path: Path) -> None:
-    from swimlanes.timeline.trace_import import load_trace
+    from swimlanes.timeline.formats.trace_import import load_trace
 
     path = tmp_path / "r.json"
     save_run(path, measured(), pipeline_from_dict(PIPELINE))
@@ -224,7 +224,7 @@ def test_times_at_the_ends_of_the_range_load(tmp_path: Path) -> None:
 
 @pytest.mark.parametrize("size", [1, 5, 17, 4096])
 def test_run_text_split_anywhere_loads_the_same(size: int) -> None:
-    from swimlanes.timeline.trace_import import read_timelines
+    from swimlanes.timeline.formats.trace_import import read_timelines
 
     text = json.dumps(run_to_dict(measured(), pipeline_from_dict(PIPELINE)), indent=1)
     chunks = [text[i : i + size] for i in range(0, len(text), size)]

@@ -16,7 +16,7 @@ from swimlanes.model.generators import example_pipeline, random_pipeline
 from swimlanes.model.validate import pipeline_from_dict
 from swimlanes.resources import example_names, measurements_dir
 from swimlanes.timeline import NO_TIME, Timeline, TimelineBuilder
-from swimlanes.timeline.io import TraceError, run_from_dict, save_run
+from swimlanes.timeline.formats.io import TraceError, run_from_dict, save_run
 from swimlanes.timeline.schema import run_schema, timeline_schema
 
 RUN = jsonschema.Draft202012Validator(run_schema())

@@ -14,9 +14,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from conftest import SHARED_TRACES
-from swimlanes.timeline.io import TraceCancelled
+from swimlanes.timeline.formats.io import TraceCancelled
+from swimlanes.timeline.formats.trace_import import TraceError, load_trace, read_timelines
 from swimlanes.timeline.timeline import NO_TIME
-from swimlanes.timeline.trace_import import TraceError, load_trace, read_timelines
 
 EVENT_SYNC = SHARED_TRACES / "kineto-a100-event-sync.json.gz"
 SIMPLE_ADD = SHARED_TRACES / "kineto-simple-add.json.gz"
@@ -379,7 +379,7 @@ def test_corrupted_traces_fail_only_with_trace_error(tmp_path_factory, edits: li
     except TraceError:
         return
     # What loads is a consistent timeline that metrics and export accept.
-    from swimlanes.timeline.chrome_trace import timeline_to_chrome_trace
+    from swimlanes.timeline.formats.chrome_trace import timeline_to_chrome_trace
     from swimlanes.timeline.metrics import compute_metrics
 
     compute_metrics(tl)
@@ -411,7 +411,7 @@ def test_nan_time_is_refused(tmp_path: Path) -> None:
 def test_corrupted_swimlanes_traces_fail_only_with_trace_error(
     tmp_path_factory, edits: list
 ) -> None:
-    from swimlanes.timeline.chrome_trace import timeline_to_chrome_trace
+    from swimlanes.timeline.formats.chrome_trace import timeline_to_chrome_trace
     from swimlanes.timeline.timeline import TimelineBuilder
 
     b = TimelineBuilder(["s1", "s2"], ["H2D", "Compute"])
@@ -519,7 +519,7 @@ def test_kept_events_are_limited(tmp_path: Path) -> None:
 
 
 def test_one_value_is_limited_and_the_limit_named() -> None:
-    from swimlanes.timeline.trace_json import MAX_VALUE_CHARS
+    from swimlanes.timeline.formats.trace_json import MAX_VALUE_CHARS
 
     huge = '{"ph": "X", "name": "' + "x" * (MAX_VALUE_CHARS + 10) + '"}'
     with pytest.raises(TraceError, match=r"traceEvents\[0\]: .*16,777,216-character limit"):

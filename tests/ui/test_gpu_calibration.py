@@ -11,7 +11,7 @@ from test_main_window import make_window  # tests/ui is on sys.path (no package)
 
 from swimlanes.gpu.preset_cache import list_cached
 from swimlanes.resources import measurements_dir
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.io import load_run
 from swimlanes.ui.gpu_runner import GpuRunner, child_env_with_path
 from swimlanes.ui.main_window import MainWindow
 

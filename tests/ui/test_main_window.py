@@ -14,7 +14,7 @@ from swimlanes.model.document import Op
 from swimlanes.model.edits import InsertOps
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import example_path
-from swimlanes.timeline.io import save_run
+from swimlanes.timeline.formats.io import save_run
 from swimlanes.ui import dialogs
 from swimlanes.ui.app import create_application, open_initial
 from swimlanes.ui.autosave import has_recovery, write_recovery

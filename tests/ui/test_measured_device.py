@@ -7,7 +7,7 @@ from pathlib import Path
 from test_main_window import make_window
 
 from swimlanes.resources import example_path, measurements_dir
-from swimlanes.timeline.io import load_run
+from swimlanes.timeline.formats.io import load_run
 
 
 def test_opening_an_h200_run_switches_the_simulation_to_h200(qtbot, tmp_path: Path) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import QSettings, QTimer
 
-from swimlanes.timeline import io as timeline_io
-from swimlanes.timeline.io import TraceCancelled
+from swimlanes.timeline.formats import io as timeline_io
+from swimlanes.timeline.formats.io import TraceCancelled
 from swimlanes.timeline.synthetic import write_kineto_trace
 from swimlanes.ui import dialogs
 from swimlanes.ui.app import create_application

@@ -107,11 +107,11 @@ def run(args: argparse.Namespace) -> int:
         return 0
     try:
         if suffix == ".json":
-            from swimlanes.timeline.chrome_trace import write_chrome_trace
+            from swimlanes.timeline.formats.chrome_trace import write_chrome_trace
 
             write_chrome_trace(timelines, out)
         else:
-            from swimlanes.timeline.csv_export import write_op_csv
+            from swimlanes.timeline.formats.csv_export import write_op_csv
 
             write_op_csv(timelines, out)
     except (OSError, ValueError) as err:

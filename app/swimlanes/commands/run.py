@@ -26,7 +26,7 @@ from swimlanes.resources import pipeline_argument
 from swimlanes.services.errors import CommandError
 from swimlanes.services.measuring import measure
 from swimlanes.services.simulation import format_table, simulation_json
-from swimlanes.timeline.io import save_run
+from swimlanes.timeline.formats.io import save_run
 from swimlanes.timeline.metrics import compute_metrics
 from swimlanes.timeline.timeline import Timeline
 

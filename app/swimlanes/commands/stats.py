@@ -17,7 +17,7 @@ import numpy as np
 from swimlanes.model.document import OP_KINDS
 from swimlanes.services.errors import CommandError
 from swimlanes.timeline.compare import fmt_time
-from swimlanes.timeline.io import TraceError, load_timelines_any
+from swimlanes.timeline.formats.io import TraceError, load_timelines_any
 from swimlanes.timeline.metrics import (
     compute_metrics,
     covered_at_least,

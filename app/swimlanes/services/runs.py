@@ -11,9 +11,9 @@ from pathlib import Path
 from swimlanes.model.document import Pipeline
 from swimlanes.resources import measurements_dir
 from swimlanes.services.errors import CommandError
-from swimlanes.timeline.io import load_run, load_timeline_any
+from swimlanes.timeline.formats.io import load_run, load_timeline_any
+from swimlanes.timeline.formats.trace_import import TraceError
 from swimlanes.timeline.timeline import Timeline
-from swimlanes.timeline.trace_import import TraceError
 
 PIPELINE_FORMAT = "swimlanes-pipeline"
 

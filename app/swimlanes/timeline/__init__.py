@@ -1,7 +1,7 @@
 """Timelines (the result of simulating or measuring a pipeline), their metrics and trace I/O.
 
-No Qt here. Trace import/export lives in ``chrome_trace``, ``trace_import``, ``csv_export``
-and ``io``; they are imported on demand so that this package stays quick to import.
+No Qt here. Reading and writing timeline files (runs, Chrome and Kineto traces, CSV) lives in
+the ``formats`` subpackage, imported on demand so that this package stays quick to import.
 """
 
 from swimlanes.timeline.metrics import Metrics, compute_metrics

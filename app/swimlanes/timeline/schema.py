@@ -15,7 +15,7 @@ from typing import Any
 
 from swimlanes.model.document import OP_KINDS
 from swimlanes.model.schema import DIALECT, pipeline_defs, pipeline_object, schema_id
-from swimlanes.timeline.io import DEFAULT_MAX_KEPT, RUN_FORMAT, RUN_VERSION
+from swimlanes.timeline.formats.io import DEFAULT_MAX_KEPT, RUN_FORMAT, RUN_VERSION
 
 # The loader's own per-column tables (ranges, dtypes, which columns are times), so that the
 # schema cannot drift from what Timeline.from_dict accepts.

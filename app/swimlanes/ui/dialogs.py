@@ -313,7 +313,7 @@ class FileHandling:
 
     # -- measurements (loading: measurement_loading.MeasurementLoading) -------------------
     def save_measurement(self) -> bool:
-        from swimlanes.timeline.io import save_run
+        from swimlanes.timeline.formats.io import save_run
 
         if self.measured is None:
             return False
@@ -357,7 +357,7 @@ class FileHandling:
         )
 
     def export_trace(self) -> bool:
-        from swimlanes.timeline.chrome_trace import write_chrome_trace
+        from swimlanes.timeline.formats.chrome_trace import write_chrome_trace
 
         path = self._export_path("Export Perfetto trace", ".trace.json", TRACE_FILTER)
         return bool(path) and self._export(
@@ -365,7 +365,7 @@ class FileHandling:
         )
 
     def export_csv(self) -> bool:
-        from swimlanes.timeline.csv_export import write_op_csv
+        from swimlanes.timeline.formats.csv_export import write_op_csv
 
         path = self._export_path("Export CSV", ".csv", CSV_FILTER)
         return bool(path) and self._export(path, lambda: write_op_csv(self._timelines(), path))

@@ -1,7 +1,7 @@
 """Opening a measured run or a profiler trace without blocking the window.
 
 A profiler trace can hold millions of events and take seconds to parse, so the loader (a plain
-function with progress and cancel callbacks, swimlanes.timeline.io.load_timeline_any) runs in a
+function with progress and cancel callbacks, swimlanes.timeline.formats.io.load_timeline_any) runs in a
 worker thread (workers.TaskRunner). Meanwhile the status bar shows its progress with a Cancel
 button, and the window stays usable; the result is shown on the UI thread as before.
 """
@@ -154,7 +154,7 @@ class MeasurementLoading:
 
 def _loader(path: str) -> Any:  # noqa: ANN401 - the work function a TaskRunner runs
     def load(progress: Any, cancel: Any) -> tuple[Any, Any]:  # noqa: ANN401
-        from swimlanes.timeline.io import load_timeline_any
+        from swimlanes.timeline.formats.io import load_timeline_any
 
         return load_timeline_any(path, progress=progress, cancel=cancel)
 

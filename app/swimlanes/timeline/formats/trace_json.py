@@ -1,6 +1,6 @@
 """Streaming JSON for large traces, in memory bounded by what is kept rather than by file size.
 
-The text arrives in chunks (see :func:`swimlanes.timeline.io.text_chunks`) and only a window of
+The text arrives in chunks (see :func:`swimlanes.timeline.formats.trace_source.text_chunks`) and only a window of
 it is held: the ``traceEvents`` array is walked one event at a time (each decoded by the
 standard library's decoder), values the importer does not use are skipped without being held,
 and no single value decoded whole may span more than :data:`MAX_VALUE_CHARS`. Every malformed
@@ -17,7 +17,8 @@ from typing import Any
 
 import numpy as np
 
-from swimlanes.timeline.io import RUN_FORMAT, TraceError
+from swimlanes.timeline.formats.run_format import RUN_FORMAT
+from swimlanes.timeline.formats.trace_source import TraceError
 from swimlanes.timeline.timeline import TIMELINE_FORMAT
 
 #: The most text one JSON value decoded whole may span (one trace event, or one top-level

@@ -30,21 +30,20 @@ from typing import Any
 import numpy as np
 
 from swimlanes.model.document import OP_KINDS, Pipeline
-from swimlanes.timeline import chrome_trace
-from swimlanes.timeline.io import (
+from swimlanes.timeline.formats import chrome_trace
+from swimlanes.timeline.formats.run_format import RUN_FORMAT, run_from_dict
+from swimlanes.timeline.formats.trace_events import EventCollector, hashable
+from swimlanes.timeline.formats.trace_json import JsonStream, parse_document
+from swimlanes.timeline.formats.trace_source import (
     DEFAULT_MAX_BYTES,
     DEFAULT_MAX_KEPT,
-    RUN_FORMAT,
     Cancel,
     Progress,
     TraceError,
-    run_from_dict,
     text_chunks,
     trace_name,
 )
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, TIMELINE_FORMAT, Timeline
-from swimlanes.timeline.trace_events import EventCollector, hashable
-from swimlanes.timeline.trace_json import JsonStream, parse_document
 
 #: Engine lane of each device op kind in imported traces: the simulator's and the executor's
 #: names, so imported and simulated timelines get the same rows (D2D copies and memsets run

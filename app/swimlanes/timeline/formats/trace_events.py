@@ -1,14 +1,14 @@
 """Reading trace events as they are parsed: what each contributes to an imported timeline,
 kept as compact tuples (GPU records, runtime calls, flows, Swimlanes' own op events), with the
-number kept bounded. :mod:`swimlanes.timeline.trace_import` builds the timeline from them."""
+number kept bounded. :mod:`swimlanes.timeline.formats.trace_import` builds the timeline from them."""
 
 from __future__ import annotations
 
 import re
 from typing import Any
 
-from swimlanes.timeline import chrome_trace
-from swimlanes.timeline.io import DEFAULT_MAX_KEPT, TraceError
+from swimlanes.timeline.formats import chrome_trace
+from swimlanes.timeline.formats.trace_source import DEFAULT_MAX_KEPT, TraceError
 from swimlanes.timeline.timeline import TIME_LIMIT_NS
 
 _GPU_CATS = {"kernel", "gpu_memcpy", "memcpy", "gpu_memset", "memset", "cuda_sync"}
