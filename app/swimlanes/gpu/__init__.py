@@ -2,12 +2,9 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
-import os
 from typing import Any
 
+from swimlanes.gpu.availability import cuda_available
 from swimlanes.gpu.errors import NO_GPU_MESSAGE, ExecutionCancelled, GpuError
 
 __all__ = ["NO_GPU_MESSAGE", "ExecutionCancelled", "GpuError", "cuda_available", "execute"]
@@ -20,27 +17,3 @@ def __getattr__(name: str) -> Any:
 
         return execute
     raise AttributeError(name)
-
-
-@functools.cache
-def cuda_available() -> bool:
-    """True when a CUDA driver and at least one GPU are present.
-
-    Asks the driver library directly (cuInit + cuDeviceGetCount), so numba is not imported and
-    no context is created. With ``NUMBA_ENABLE_CUDASIM=1`` numba's CUDA simulator stands in for
-    the GPU (``make_backend`` picks it), so the GPU commands can be tested without one.
-    """
-    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
-        return True
-    name = ctypes.util.find_library("cuda") or "libcuda.so.1"
-    try:
-        lib = ctypes.CDLL(name)
-    except OSError:
-        return False
-    try:
-        if lib.cuInit(0) != 0:
-            return False
-        count = ctypes.c_int(0)
-        return lib.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
-    except AttributeError:
-        return False

@@ -32,7 +32,8 @@ from typing import Any
 
 import numpy as np
 
-from swimlanes.gpu.backend import CudaBackend, make_backend
+from swimlanes.gpu.backend import make_backend
+from swimlanes.gpu.backend_api import CudaBackend
 from swimlanes.gpu.calibration_programs import (
     BLOCKING_CALLS,
     ISSUE_LOOPS,

@@ -27,14 +27,8 @@ from typing import Any
 
 import numpy as np
 
-from swimlanes.gpu.backend import (
-    Buffer,
-    CudaBackend,
-    Step,
-    StreamHandle,
-    busy_wait_ns,
-    make_backend,
-)
+from swimlanes.gpu.backend import make_backend
+from swimlanes.gpu.backend_api import Buffer, CudaBackend, Step, StreamHandle, busy_wait_ns
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError
 from swimlanes.gpu.host import this_host
 from swimlanes.gpu.hostfunc import SLOT_END, SLOT_START, new_slot

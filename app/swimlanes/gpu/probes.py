@@ -26,7 +26,7 @@ import os
 import time
 from typing import Any
 
-from swimlanes.gpu.backend import LEGACY_STREAM, Buffer, CudaBackend, Step, StreamHandle
+from swimlanes.gpu.backend_api import LEGACY_STREAM, Buffer, CudaBackend, Step, StreamHandle
 from swimlanes.gpu.errors import GpuError
 from swimlanes.gpu.plan import OpPlan
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from swimlanes.gpu.backend import Buffer, Step, StreamHandle, busy_wait_ns, host_available_bytes
+from swimlanes.gpu.backend_api import Buffer, Step, StreamHandle, busy_wait_ns, host_available_bytes
 from swimlanes.gpu.errors import GpuError
 from swimlanes.gpu.hostfunc import SLOT_DURATION, SLOT_END, SLOT_START
 from swimlanes.gpu.plan import DeviceInfo, KernelPlan
