@@ -130,6 +130,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON object (times in us) instead of text"
     )
 
+    p = sub.add_parser(
+        "critical-path",
+        help="the chain of ops that set the makespan, and how much later each other op could end",
+    )
+    p.add_argument(
+        "file",
+        help="a pipeline (file or shipped example's name), simulated; or a saved run, timeline "
+        "or trace, analysed as measured",
+    )
+    p.add_argument(
+        "--device",
+        help="preset to simulate a pipeline on (default: the pipeline's device key, else h200)",
+    )
+    p.add_argument(
+        "--json",
+        action="store_true",
+        help="print one JSON object (path, share and per-op slack, times in us) instead of text",
+    )
+
     p = sub.add_parser("run", help="run pipelines on the GPU and print the measured timelines")
     p.add_argument(
         "file",
@@ -266,7 +285,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     command = args.command or "gui"
     if command == "gui" and not hasattr(args, "file"):
         args.file = None
-    module = importlib.import_module(f"swimlanes.commands.{command}")
+    module = importlib.import_module(f"swimlanes.commands.{command.replace('-', '_')}")
     try:
         return int(module.run(args) or 0)
     except PipelineError as err:

@@ -282,7 +282,9 @@ def _walk_back(g: _Graph, lag: np.ndarray, binding: np.ndarray) -> list[PathStep
     into: dict[int, list[int]] = {}
     for e in np.flatnonzero(binding).tolist():
         into.setdefault(g.dst[e], []).append(e)
-    node = int(np.argmax(np.where(g.finish != NO_TIME, g.finish, np.iinfo(np.int64).min)))
+    finish = np.where(g.finish != NO_TIME, g.finish, np.iinfo(np.int64).min)
+    # The last node to finish; on a tie the host call (a sync returning with the last op).
+    node = len(finish) - 1 - int(np.argmax(finish[::-1]))
     steps: list[PathStep] = []
     seen: set[int] = set()
     while node not in seen:

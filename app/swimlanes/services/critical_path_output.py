@@ -52,7 +52,7 @@ def format_critical_path(tl: Timeline, cp: CriticalPath, slack_rows: int = 10) -
         f"critical path of {tl.name or 'the timeline'}: {len(cp.steps)} steps over "
         f"{fmt_time(cp.makespan_ns)}",
         f"{'#':>6}  {'op':<12} {'on':<6} {'stream':<12} {'start':>11} {'end':>11}  "
-        f"{'after':<24} label",
+        f"{'after':<32} label",
     ]
     for s in cp.steps:
         via = "" if s.via is None else LINK_NAMES[s.via]
@@ -61,7 +61,7 @@ def format_critical_path(tl: Timeline, cp: CriticalPath, slack_rows: int = 10) -
         lines.append(
             f"{int(tl.index[s.row]):>6}  {tl.op_kind(s.row):<12} "
             f"{'host' if s.on_host else 'device':<6} {str(tl.stream_name(s.row) or '-'):<12} "
-            f"{fmt_time(s.start_ns - t0):>11} {fmt_time(s.end_ns - t0):>11}  {via:<24} "
+            f"{fmt_time(s.start_ns - t0):>11} {fmt_time(s.end_ns - t0):>11}  {via:<32} "
             f"{tl.labels[s.row]}"
         )
     total = max(1, cp.makespan_ns)
