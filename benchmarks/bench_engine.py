@@ -22,7 +22,7 @@ its line is the median run's, plus "runs", "seconds_min" and "seconds_max" (a sh
 load makes single runs vary; README quotes such medians).
 
 ``--baseline APP_DIR`` (the ``app`` folder of another checkout, e.g. from ``git archive``)
-compares that code with this one: engine runs interleaved in one process (both module sets
+compares that code with this one (or with ``--this APP_DIR``): engine runs interleaved in one process (both module sets
 loaded side by side) and CLI runs interleaved as subprocesses, printing per size the ratio
 baseline / this of CPU time, median and range over ``--repeat`` rounds (at least 5 is sensible).
 """
@@ -322,6 +322,10 @@ def load_variant(app_dir: str | None) -> dict[str, Any]:
     return mods
 
 
+def _modules() -> dict[str, Any]:
+    return {k: v for k, v in sys.modules.items() if k == "swimlanes" or k.startswith("swimlanes.")}
+
+
 def use_variant(mods: dict[str, Any]) -> None:
     for k in [k for k in sys.modules if k == "swimlanes" or k.startswith("swimlanes.")]:
         del sys.modules[k]
@@ -330,7 +334,7 @@ def use_variant(mods: dict[str, Any]) -> None:
 
 def compare(args: argparse.Namespace) -> int:
     """Interleaved rounds, baseline then this code (the order alternating per round)."""
-    variants = {"baseline": load_variant(args.baseline), "this": load_variant(None)}
+    variants = {"baseline": load_variant(args.baseline), "this": load_variant(args.this)}
     sizes = args.sizes or [100_000]
     cases = CASES if args.case == "all" else (args.case,)
     rounds = max(args.repeat, 1)
@@ -338,7 +342,7 @@ def compare(args: argparse.Namespace) -> int:
         for case in cases:
             for n in sizes:
                 if case == "cli":
-                    times = _compare_cli(n, folder, args.baseline, rounds)
+                    times = _compare_cli(n, folder, args.baseline, args.this, rounds)
                 else:
                     times = _compare_engine(n, case, args.device, variants, rounds)
                 print(json.dumps(_ratio_line(case, n, times)), flush=True)
@@ -357,6 +361,10 @@ def _compare_engine(
         inputs[name] = (mods, mods["swimlanes.engine"].get_preset(device), pipeline)
     times: dict[str, list[float]] = {name: [] for name in variants}
     results = {}
+    for mods, preset, pipeline in inputs.values():  # untimed: lazy imports, warm caches
+        use_variant(mods)
+        mods["swimlanes.engine"].simulate(pipeline, preset)
+        mods.update(_modules())  # what it imported lazily belongs to it from now on
     for r in range(rounds):
         for name in list(variants)[:: 1 if r % 2 == 0 else -1]:
             mods, preset, pipeline = inputs[name]
@@ -370,10 +378,14 @@ def _compare_engine(
     return times
 
 
-def _compare_cli(n: int, folder: str, baseline: str, rounds: int) -> dict[str, list[float]]:
+def _compare_cli(
+    n: int, folder: str, baseline: str, this: str | None, rounds: int
+) -> dict[str, list[float]]:
     path = write_random_file(n, folder)
     envs = {"baseline": {**os.environ, "PYTHONPATH": baseline}, "this": dict(os.environ)}
     envs["this"].pop("PYTHONPATH", None)
+    if this:
+        envs["this"]["PYTHONPATH"] = this
     times: dict[str, list[float]] = {name: [] for name in envs}
     for r in range(rounds):
         for name in list(envs)[:: 1 if r % 2 == 0 else -1]:
@@ -408,6 +420,9 @@ def main(argv: list[str]) -> int:
         "--repeat", type=int, default=1, help="runs per size; report the median (default 1)"
     )
     parser.add_argument("--baseline", help="the app folder of another checkout to compare with")
+    parser.add_argument(
+        "--this", help="with --baseline: the app folder to compare (default: this one)"
+    )
     parser.add_argument("--one", type=int, help=argparse.SUPPRESS)  # one size, in this process
     args = parser.parse_args(argv)
     if args.repeat < 1:
