@@ -145,9 +145,11 @@ def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
 def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     """Flatten the program; ValueError naming the op on anything the model cannot run.
 
-    Pipelines repeat the same few op shapes: each is worked out once (in program order, so the
-    first bad op is the one named) and its row tuple is shared by all ops of that shape. The
-    per-op passes are comprehensions and C-level maps, much faster than one loop with appends.
+    Each op shape is worked out once and its row tuple is shared by all ops of that shape:
+    all shapes at once by engine.plan_columns (captured programs give almost every op a shape
+    of its own), or, when that refuses a value, one by one in program order by _new_shape, so
+    that the first bad op is the one named. The per-op passes are comprehensions and C-level
+    maps, much faster than one loop with appends.
     """
     plan = _stream_tables(pipeline, preset)
     program = pipeline.program
@@ -161,20 +163,30 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     # One pass over the Op objects (scattered in memory: each pass over them costs cache
     # misses); everything after it works on compact lists and arrays.
     ids: list[int] = []
-    shape_ids = _Numbering(ids)  # shape -> its number, in order of first use
+    # Shape -> its number, in order of first use (setdefault is given the next number, kept
+    # only for a new shape: no Python-level call per op).
+    shape_ids: dict[tuple, int] = {}
+    number = shape_ids.setdefault
     add_id, add_label, add_event = ids.append, plan.labels.append, plan.event.append
     # Default labels by kind, then event (two lookups cost less than hashing a pair per op).
     defaults: defaultdict[str, dict[str | None, str]] = defaultdict(dict)
     for op in program:
-        add_id(shape_ids[op.op, op.stream, op.bytes, op.host_memory, op.is_async,
-                         op.duration_us, op.blocks, op.threads, op.block_us, op.flops,
-                         _blocks_per_sm_key(op.extra) if op.extra else None])  # fmt: skip
+        add_id(number((op.op, op.stream, op.bytes, op.host_memory, op.is_async,
+                       op.duration_us, op.blocks, op.threads, op.block_us, op.flops,
+                       _blocks_per_sm_key(op.extra) if op.extra else None), len(shape_ids)))  # fmt: skip
         event = op.event
         add_event(event)
         add_label(op.label or defaults[op.op].get(event) or _default_label(op, defaults))
-    shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in shape_ids.first]
     shape_of_op = np.fromiter(ids, dtype=np.intp, count=len(ids))
-    _check_work(shapes, shape_of_op, shape_ids.first, plan, preset)
+    # Each shape's first op (shapes are numbered in program order of their first op).
+    first = np.unique(shape_of_op, return_index=True)[1].tolist()
+    # All shapes at once, column by column; one by one (naming the first bad op) if refused.
+    from swimlanes.engine.plan_columns import shape_rows  # (it builds on this module)
+
+    shapes = shape_rows(list(shape_ids), first, program, preset, plan, stream_index, costs)
+    if shapes is None:
+        shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
+    _check_work(shapes, shape_of_op, first, plan, preset)
     repeat_costs = _repeat_costs(shape_ids, shape_of_op, shapes, preset, gap)
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
@@ -187,7 +199,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     if repeat_costs is not None:
         plan.cost = repeat_costs
     # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
-    is_kernel = [k == _KERNEL for k in plan.arrays["kind"][shape_ids.first].tolist()]
+    is_kernel = [k == _KERNEL for k in plan.arrays["kind"][first].tolist()]
     kernel = [x if y else None for x, y in zip(extras, is_kernel, strict=True)]
     stage = [None if y else x for x, y in zip(extras, is_kernel, strict=True)]
     plan.kernel = list(map(kernel.__getitem__, ids))
@@ -197,7 +209,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
 
 
 def _repeat_costs(
-    shape_ids: _Numbering,
+    shape_ids: dict[tuple, int],
     shape_of_op: np.ndarray,
     shapes: list[tuple[tuple, tuple | int | None]],
     preset: DevicePreset,
@@ -209,8 +221,11 @@ def _repeat_costs(
     if not preset.repeat_issue_cost_us or not len(shape_of_op):
         return None
     # A shape's key is (op, stream, ...): the call without its stream is the rest.
-    calls = _Numbering([])
-    call_of_shape = np.array([calls[key[:1] + key[2:]] for key in shape_ids], dtype=np.intp)
+    calls: dict[tuple, int] = {}
+    number = calls.setdefault
+    call_of_shape = np.array(
+        [number((key[0], *key[2:]), len(calls)) for key in shape_ids], dtype=np.intp
+    )
     call = call_of_shape[shape_of_op]
     repeat = np.zeros(len(call), dtype=bool)
     repeat[1:] = call[1:] == call[:-1]
@@ -296,22 +311,6 @@ def _check_work(
             f"{preset.name}, past the simulator's clock of {MAX_TOTAL_NS / 1000.0:.4g} us "
             f"({MAX_TOTAL_NS / 3.15576e16:.3g} years)"
         )
-
-
-class _Numbering(dict):
-    """Numbers keys 0, 1, 2 ... in order of first lookup, and notes in ``first`` the op of
-    each key's first lookup (ops are looked up in program order, each before its number is
-    appended to ``ids``; in shape number order, so also in program order)."""
-
-    def __init__(self, ids: list[int]) -> None:
-        super().__init__()
-        self.ids = ids
-        self.first: list[int] = []
-
-    def __missing__(self, key: tuple) -> int:
-        number = self[key] = len(self)
-        self.first.append(len(self.ids))
-        return number
 
 
 def _default_label(op: Op, defaults: defaultdict[str, dict[str | None, str]]) -> str:

@@ -1,0 +1,275 @@
+"""The planner's per-shape rows for all shapes at once, column by column (numpy).
+
+``plan_ops`` works out each op shape once. Captured programs give almost every op a shape of
+its own, and working them out one at a time (``plan._new_shape``) took about 40% of such a
+simulation. :func:`shape_rows` computes the same rows column-wise, with the same floating-point
+operations in the same order (numpy's float64 arithmetic and ``rint`` are IEEE's, as Python's
+``/``, ``*`` and ``round``; logarithms come from ``math.log`` as in
+``presets._interpolate_gbps``), so the plan is identical. ``plan._shape`` stays the readable
+statement of these rules; this is the same rules, in bulk.
+
+It handles the case where every shape is good: when any value would be refused (or is not of
+the plain types a validated pipeline holds) it returns None, and plan_ops works the shapes out
+one by one, which names the first bad op in program order.
+"""
+
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from swimlanes.engine.plan import (
+    _D2H,
+    _H2D,
+    _HOST_ONLY,
+    _KERNEL,
+    _RUN,
+    BUSY,
+    ENQ,
+    ENQ_BARRIER,
+    ENQ_STAGE,
+    ENQ_WAIT,
+    MAX_OP_NS,
+    K,
+    Plan,
+    _new_shape,
+)
+from swimlanes.engine.presets import DevicePreset, _sorted_points
+from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS
+
+_D2D, _MEMSET, _HOST_FUNC = K["d2d"], K["memset"], K["host_func"]
+_RUN_OF_KIND = np.array([_RUN[k] for k in range(len(K))], dtype=np.int64)
+_ON_STREAM = frozenset((*STREAM_OPS, "memset"))  # as Op.stream_name
+_HOST_OF_KIND = np.full(len(K), ENQ, dtype=np.int64)
+for _name, _host in _HOST_ONLY.items():
+    _HOST_OF_KIND[K[_name]] = _host
+
+
+class _Refused(Exception):
+    """A value the one-by-one path would refuse (or treats specially): fall back to it."""
+
+
+def shape_rows(
+    keys: list[tuple], first: list[int], program: list, preset: DevicePreset, plan: Plan,
+    stream_index: dict, costs: dict,
+) -> list[tuple[tuple, tuple | int | None]] | None:  # fmt: skip
+    """plan_ops' ``(row, kernel shape or staging ns)`` per shape (``keys`` in shape order, as
+    plan_ops builds them; ``first`` their first ops), or None when one-by-one must decide."""
+    try:
+        return _shape_rows(keys, first, program, preset, plan, stream_index, costs)
+    except (_Refused, TypeError, ValueError, OverflowError, KeyError, AttributeError):
+        return None  # (unvalidated values of odd types, too: the one-by-one path judges them)
+
+
+def _shape_rows(
+    keys: list[tuple], first: list[int], program: list, preset: DevicePreset, plan: Plan,
+    stream_index: dict, costs: dict,
+) -> list[tuple[tuple, tuple | int | None]]:  # fmt: skip
+    names, streams, nbytes, memory, is_async, dur_us, blocks, threads, block_us, flops, bpsm = zip(
+        *keys, strict=True
+    )
+    kind = [K[name] for name in names]  # KeyError: an unknown op
+    stream = [
+        stream_index.get((s or DEFAULT_STREAM) if name in _ON_STREAM else s, -2)
+        for name, s in zip(names, streams, strict=True)
+    ]
+    if -2 in stream:
+        raise _Refused
+    k = np.array(kind, dtype=np.int64)
+    s = np.array(stream, dtype=np.int64)
+    run = _RUN_OF_KIND[k]
+    size_list = [b or 0 for b in nbytes]
+    size = np.array(size_list, dtype=np.int64)
+    host = _HOST_OF_KIND[k].copy()
+    solo = np.zeros(len(keys), dtype=np.int64)
+    extra: list[tuple | int | None] = [None] * len(keys)
+    has_dur = np.array([d is not None for d in dur_us], dtype=bool)
+    dur = _checked_ns(np.array([0.0 if d is None else d * 1000.0 for d in dur_us]))
+    sync = np.array([not (a is None or a) for a in is_async], dtype=bool)
+    pageable = np.array([m == "pageable" for m in memory], dtype=bool)
+    if not all(m is None or m in ("pinned", "pageable") for m in memory):
+        raise _Refused
+    _copies(preset, k, size, dur, has_dur, sync, pageable, host, solo, extra)
+    memset = k == _MEMSET
+    solo[memset] = np.where(
+        has_dur[memset], dur[memset], _checked_ns(size[memset] / preset.memory_gbps)
+    )
+    host[memset & sync] = ENQ_BARRIER
+    # An op with a blocks_per_sm override is worked out one by one below (rare; that checks
+    # the override, on any kind of op).
+    special = np.array([b is not None for b in bpsm], dtype=bool)
+    kernel = np.flatnonzero((k == _KERNEL) & ~special)
+    _kernels(preset, kernel, blocks, threads, block_us, flops, size, dur, has_dur, solo, extra)
+    callback = (k == _HOST_FUNC) | (host == BUSY)
+    solo[callback] = np.where(has_dur[callback], dur[callback], 0)
+    solo[(run < 0) & (host != BUSY)] = -1
+    queue = _queues(preset, plan, k, s, run)
+    rows = list(
+        zip(kind, stream, run.tolist(), queue.tolist(), [costs[name] for name in names],
+            host.tolist(), solo.tolist(), size_list, strict=True)
+    )  # fmt: skip
+    shapes = list(zip(rows, extra, strict=True))
+    for n in np.flatnonzero(special).tolist():
+        shapes[n] = _new_shape(first[n], program[first[n]], preset, plan, stream_index, costs)
+    return shapes
+
+
+def _checked_ns(values: np.ndarray) -> np.ndarray:
+    """Times rounded to int ns, as plan._ns (refused past MAX_OP_NS, or not finite)."""
+    if not np.all(values <= MAX_OP_NS):  # (NaN compares false)
+        raise _Refused
+    return np.rint(values).astype(np.int64)
+
+
+def _copies(
+    preset: DevicePreset, k: np.ndarray, size: np.ndarray, dur: np.ndarray, has_dur: np.ndarray,
+    sync: np.ndarray, pageable: np.ndarray, host: np.ndarray, solo: np.ndarray, extra: list,
+) -> None:  # fmt: skip
+    """Host behaviour, time alone and staging ns of H2D, D2H and D2D copies (plan._shape)."""
+    d2d = np.flatnonzero(k == _D2D)
+    solo[d2d] = np.where(has_dur[d2d], dur[d2d], _checked_ns(2.0 * size[d2d] / preset.memory_gbps))
+    for kind, code in (("h2d", _H2D), ("d2h", _D2H)):
+        for memory, is_pageable in (("pinned", False), ("pageable", True)):
+            rows = np.flatnonzero((k == code) & (pageable == is_pageable))
+            if not len(rows):
+                continue
+            b = size[rows]
+            copy = _checked_ns(_copy_ns(preset, kind, b, memory).astype(np.float64))
+            solo[rows] = np.where(has_dur[rows], dur[rows], copy)
+            waits = sync[rows] | is_pageable
+            host[rows] = np.where(waits, ENQ_WAIT, ENQ)
+            if not is_pageable:
+                continue
+            if kind == "h2d":  # an async one returns once staged: its staging time
+                stage = _checked_ns(b / _host_gbps(preset, "h2d", b))
+                staged = ~sync[rows]
+                host[rows[staged]] = ENQ_STAGE
+                values = np.where(has_dur[rows], dur[rows], stage)[staged]
+                for r, v in zip(rows[staged].tolist(), values.tolist(), strict=True):
+                    extra[r] = v
+            elif preset.pageable_d2h_chunk_bytes:  # the last chunk's copy-out
+                chunk = preset.pageable_d2h_chunk_bytes
+                out = _checked_ns(np.minimum(b, chunk) / _host_gbps(preset, "d2h", b))
+                for r, v in zip(rows.tolist(), out.tolist(), strict=True):
+                    extra[r] = v
+
+
+def _copy_ns(preset: DevicePreset, kind: str, b: np.ndarray, memory: str) -> np.ndarray:
+    """DevicePreset.copy_ns of each size in ``b`` (int ns, not yet checked)."""
+    chunk = preset.pageable_chunk_bytes(kind) if memory == "pageable" else 0
+    if chunk:
+        rest = np.maximum(0, b - chunk) / _host_gbps(preset, kind, b)
+        first = _copy_ns(preset, kind, np.minimum(b, chunk), "pinned")
+        return first + _rounded(rest)
+    table = preset.bandwidth_table.get(f"{kind}_{memory}")
+    if table:
+        return _rounded(b / _interpolate_gbps(table, b))
+    gbps = getattr(preset, f"{kind}_{memory}_gbps")
+    return _rounded(preset.copy_latency_us * 1000.0 + b / gbps)
+
+
+def _rounded(values: np.ndarray) -> np.ndarray:
+    """round() of each value (bounded, so that the int64 sum after it cannot overflow)."""
+    if not np.all(values <= MAX_OP_NS):
+        raise _Refused
+    return np.rint(values).astype(np.int64)
+
+
+def _host_gbps(preset: DevicePreset, kind: str, b: np.ndarray) -> np.ndarray | float:
+    """DevicePreset.pageable_host_gbps of each size in ``b``."""
+    table = preset.bandwidth_table.get(f"{kind}_pageable_host")
+    if table:
+        return _interpolate_gbps(table, b)
+    return float(getattr(preset, f"{kind}_pageable_gbps"))
+
+
+def _interpolate_gbps(table: list[list[float]], b: np.ndarray) -> np.ndarray:
+    """presets._interpolate_gbps of each size in ``b``: the same segment, the same steps."""
+    sizes, rates, logs = _sorted_points(table)
+    out = np.empty(len(b), dtype=np.float64)
+    inside = (b > sizes[0]) & (b < sizes[-1])
+    out[b >= sizes[-1]] = rates[-1]
+    out[b <= sizes[0]] = rates[0]  # (after the line above: a one-point table's clamp)
+    mid = b[inside]
+    j = np.searchsorted(np.array(sizes, dtype=np.float64), mid, side="left")
+    log_size = np.array([math.log(x) for x in mid.tolist()], dtype=np.float64)
+    logs_a, rates_a = np.array(logs, dtype=np.float64), np.array(rates, dtype=np.float64)
+    log0, b0 = logs_a[j - 1], rates_a[j - 1]
+    f = (log_size - log0) / (logs_a[j] - log0)
+    out[inside] = b0 + f * (rates_a[j] - b0)
+    return out
+
+
+def _kernels(
+    preset: DevicePreset, rows: np.ndarray, blocks: tuple, threads: tuple, block_us: tuple,
+    flops: tuple, size: np.ndarray, dur: np.ndarray, has_dur: np.ndarray, solo: np.ndarray,
+    extra: list,
+) -> None:  # fmt: skip
+    """Time alone and kernel shape of the kernels ``rows`` (no blocks_per_sm override)."""
+    if not len(rows):
+        return
+    pick = rows.tolist()
+    n_blocks = np.array([blocks[r] or 1 for r in pick], dtype=np.int64)
+    n_threads = np.array([threads[r] or 256 for r in pick], dtype=np.int64)
+    # blocks.residency and blocks.waves
+    per_sm = np.maximum(
+        1, np.minimum(preset.max_blocks_per_sm, preset.max_threads_per_sm // np.maximum(1, n_threads))
+    )  # fmt: skip
+    n_waves = np.maximum(1, np.ceil(n_blocks / (preset.sm_count * per_sm))).astype(np.int64)
+    has_block = np.array([block_us[r] is not None for r in pick], dtype=bool)
+    block_ns = _checked_ns(np.array([block_us[r] * 1000.0 if block_us[r] is not None else 0.0
+                                     for r in pick]))  # fmt: skip
+    if not np.all(np.maximum(1, block_ns) * n_waves.astype(np.float64) <= MAX_OP_NS):
+        raise _Refused  # (checked in float first: the int64 product must not overflow)
+    by_blocks = np.maximum(1, block_ns) * n_waves
+    by_flops = np.array([flops[r] or 0.0 for r in pick], dtype=np.float64)
+    roofline = _checked_ns(_roofline(preset, by_flops, size[rows], n_blocks, n_threads, per_sm))
+    total = np.where(
+        has_block, by_blocks, np.where(has_dur[rows], np.maximum(1, dur[rows]), roofline)
+    )
+    solo[rows] = total + round(preset.kernel_overhead_us * 1000.0)
+    cost = preset.max_threads_per_sm // per_sm
+    shapes = zip(n_blocks.tolist(), cost.tolist(), (preset.sm_count * per_sm).tolist(),
+                 (total / n_waves).tolist(), strict=True)  # fmt: skip
+    for r, shape in zip(pick, shapes, strict=True):
+        extra[r] = shape
+
+
+def _roofline(
+    p: DevicePreset, flops: np.ndarray, nbytes: np.ndarray, blocks: np.ndarray,
+    threads: np.ndarray, per_sm: np.ndarray,
+) -> np.ndarray:  # fmt: skip
+    """DevicePreset.roofline_ns before its round (the max(1, ...) after it: see the caller)."""
+    compute_rate: np.ndarray | float = p.peak_tflops * 1000.0
+    memory_rate: np.ndarray | float = p.memory_gbps
+    sms = np.minimum(blocks, p.sm_count)
+    warps = np.minimum(per_sm, -(-blocks // sms)) * -(-threads // 32)
+    if p.warp_gflops:
+        per_sm_rate = np.minimum(compute_rate / p.sm_count, warps * p.warp_gflops)
+        compute_rate = np.minimum(compute_rate, sms * per_sm_rate)
+    if p.warp_gbps:
+        memory_rate = np.minimum(memory_rate, (sms * warps) * p.warp_gbps)
+    compute = flops / compute_rate
+    memory = nbytes / memory_rate
+    exposed = (1.0 - p.roofline_overlap) * np.minimum(compute, memory)
+    value = np.maximum(compute, memory) + exposed
+    # max(1, round(value)): values below 0.5 round to 0 and become 1.
+    return np.where(np.rint(value) < 1, 1.0, value)
+
+
+def _queues(
+    preset: DevicePreset, plan: Plan, k: np.ndarray, s: np.ndarray, run: np.ndarray
+) -> np.ndarray:
+    """Each shape's hardware queue (-1: not enqueued), as plan._new_shape."""
+    enqueued = run >= 0
+    copy = (k == _H2D) | (k == _D2H)
+    if preset.hardware_queues == "fermi":
+        queue = np.zeros(len(k), dtype=np.int64)
+        queue[k == _H2D] = 1
+        queue[k == _D2H] = 1 if preset.shared_copy_engine else 2
+    else:
+        queue = np.array(plan.queue_of_stream, dtype=np.int64)[np.maximum(s, 0)]
+        if preset.copy_queue_per_stream:
+            queue = np.where(copy, plan.queue_count - len(plan.stream_names) + s, queue)
+    return np.where(enqueued, queue, -1)
