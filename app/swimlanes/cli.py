@@ -149,6 +149,34 @@ def build_parser() -> argparse.ArgumentParser:
         help="print one JSON object (path, share and per-op slack, times in us) instead of text",
     )
 
+    p = sub.add_parser(
+        "diff", help="two timelines side by side: the makespan delta and what changed per op"
+    )
+    for side in ("a", "b"):
+        p.add_argument(
+            side,
+            metavar=side.upper(),
+            help=f"side {side.upper()}: a pipeline (file or shipped example's name), simulated; "
+            "or a saved run, timeline or trace, as measured",
+        )
+    p.add_argument(
+        "--device",
+        help="preset to simulate pipelines on (default: each one's device key, else h200)",
+    )
+    p.add_argument("--device-a", help="preset for side A only (default: --device)")
+    p.add_argument("--device-b", help="preset for side B only (default: --device)")
+    p.add_argument(
+        "--match",
+        choices=("auto", "index", "label", "stream"),
+        default="auto",
+        help="how ops pair up: program index, label, or k-th of a kind on a stream "
+        "(default auto: index when the op kinds agree row for row, else label, else stream)",
+    )
+    p.add_argument("--top", type=int, default=15, help="ops that changed most to list (default 15)")
+    p.add_argument(
+        "--json", action="store_true", help="print one JSON object (times in us) instead of text"
+    )
+
     p = sub.add_parser("run", help="run pipelines on the GPU and print the measured timelines")
     p.add_argument(
         "file",

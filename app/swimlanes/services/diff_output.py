@@ -1,0 +1,65 @@
+"""Loading either side of ``swimlanes diff`` and the diff as a table."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from swimlanes.resources import pipeline_argument
+from swimlanes.services.runs import is_pipeline_file, load_trace
+from swimlanes.services.simulation import simulate_file
+from swimlanes.timeline.compare import fmt_time
+from swimlanes.timeline.diff import TimelineDiff
+from swimlanes.timeline.timeline import NO_TIME, Timeline
+
+
+def load_side(arg: str, device: str | None) -> Timeline:
+    """A pipeline (file or example name) simulated on ``device``, or the timeline of a saved
+    run, timeline file or trace, as it was measured."""
+    path = Path(pipeline_argument(arg))
+    if path.is_file() and not is_pipeline_file(path):
+        timeline, _ = load_trace(path)
+        return timeline
+    _, timeline = simulate_file(arg, device)
+    return timeline
+
+
+def _signed(ns: int) -> str:
+    return ("+" if ns >= 0 else "-") + fmt_time(abs(ns))
+
+
+def _title(tl: Timeline) -> str:
+    return f"{tl.name or 'unnamed'} ({tl.source}{', ' + tl.device if tl.device else ''})"
+
+
+def format_diff(d: TimelineDiff, top: int = 15) -> str:
+    """Both makespans and their delta, what matched, and the ops that changed most."""
+    a, b = d.a, d.b
+    base = a.makespan_ns
+    pct = f" ({100.0 * d.makespan_delta_ns / base:+.1f}%)" if base else ""
+    lines = [
+        f"A: {_title(a)}  makespan {fmt_time(a.makespan_ns)}",
+        f"B: {_title(b)}  makespan {fmt_time(b.makespan_ns)}",
+        f"B - A: {_signed(d.makespan_delta_ns)}{pct}; {len(d.rows_a)} ops matched by "
+        f"{d.matched_by}, {len(d.only_a)} only in A, {len(d.only_b)} only in B",
+    ]
+    start, duration = d.deltas()
+    has = (start != NO_TIME) & (duration != NO_TIME)
+    order = np.flatnonzero(has)
+    order = order[np.argsort(-np.maximum(np.abs(start[order]), np.abs(duration[order])))]
+    if len(order):
+        lines.append(
+            f"{'A #':>6} {'B #':>6}  {'op':<12} {'stream':<12} {'start B-A':>11} "
+            f"{'duration B-A':>13}  label"
+        )
+    for i in order[:top].tolist():
+        ra = int(d.rows_a[i])
+        lines.append(
+            f"{int(a.index[ra]):>6} {int(b.index[d.rows_b[i]]):>6}  {a.op_kind(ra):<12} "
+            f"{str(a.stream_name(ra) or '-'):<12} {_signed(int(start[i])):>11} "
+            f"{_signed(int(duration[i])):>13}  {a.labels[ra]}"
+        )
+    if len(order) > top:
+        lines.append(f"... {len(order) - top} more matched ops (--json lists every one)")
+    return "\n".join(lines)
