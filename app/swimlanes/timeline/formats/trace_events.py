@@ -1,6 +1,7 @@
 """Reading trace events as they are parsed: what each contributes to an imported timeline,
 kept as compact tuples (GPU records, runtime calls, flows, Swimlanes' own op events), with the
-number kept bounded. :mod:`swimlanes.timeline.formats.trace_import` builds the timeline from them."""
+number kept bounded. :mod:`swimlanes.timeline.formats.trace_import` builds the timeline from
+them."""
 
 from __future__ import annotations
 

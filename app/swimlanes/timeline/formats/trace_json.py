@@ -1,10 +1,11 @@
 """Streaming JSON for large traces, in memory bounded by what is kept rather than by file size.
 
-The text arrives in chunks (see :func:`swimlanes.timeline.formats.trace_source.text_chunks`) and only a window of
-it is held: the ``traceEvents`` array is walked one event at a time (each decoded by the
-standard library's decoder), values the importer does not use are skipped without being held,
-and no single value decoded whole may span more than :data:`MAX_VALUE_CHARS`. Every malformed
-value is named by its place in the document (``traceEvents[12]``, ``timeline.columns.end``).
+The text arrives in chunks (see :func:`swimlanes.timeline.formats.trace_source.text_chunks`)
+and only a window of it is held: the ``traceEvents`` array is walked one event at a time (each
+decoded by the standard library's decoder), values the importer does not use are skipped
+without being held, and no single value decoded whole may span more than
+:data:`MAX_VALUE_CHARS`. Every malformed value is named by its place in the document
+(``traceEvents[12]``, ``timeline.columns.end``).
 """
 
 from __future__ import annotations
