@@ -107,6 +107,30 @@ class Plan:
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
 
+@dataclass
+class Shapes:
+    """The op shapes of a program, by shape number: each of COLUMNS as an int64 array, and
+    ``extras``, each shape's kernel shape (kernels) or staging ns (or None)."""
+
+    columns: dict[str, np.ndarray]
+    extras: list[tuple | int | None]
+
+    @classmethod
+    def from_rows(cls, shapes: list[tuple[tuple, tuple | int | None]]) -> Shapes:
+        """From _new_shape's ``(row, extra)`` per shape."""
+        rows, extras = zip(*shapes, strict=True)
+        values = zip(*rows, strict=True)
+        columns = {
+            name: np.array(v, dtype=np.int64) for name, v in zip(COLUMNS, values, strict=True)
+        }
+        return cls(columns, list(extras))
+
+    def rows(self) -> list[tuple[tuple, tuple | int | None]]:
+        """``(row, extra)`` per shape, as _new_shape gives them."""
+        values = [self.columns[name].tolist() for name in COLUMNS]
+        return list(zip(zip(*values, strict=True), self.extras, strict=True))
+
+
 def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     streams = pipeline.all_streams
     names = [s.name for s in streams]
@@ -181,25 +205,27 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     # Each shape's first op (shapes are numbered in program order of their first op).
     first = np.unique(shape_of_op, return_index=True)[1].tolist()
     # All shapes at once, column by column; one by one (naming the first bad op) if refused.
-    from swimlanes.engine.plan_columns import shape_rows  # (it builds on this module)
+    from swimlanes.engine.plan_columns import shape_columns  # (it builds on this module)
 
-    shapes = shape_rows(list(shape_ids), first, program, preset, plan, stream_index, costs)
+    shapes = shape_columns(list(shape_ids), first, program, preset, plan, stream_index, costs)
     if shapes is None:
-        shapes = [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
+        shapes = Shapes.from_rows(
+            [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
+        )
     _check_work(shapes, shape_of_op, first, plan, preset)
     repeat_costs = _repeat_costs(shape_ids, shape_of_op, shapes, preset, gap)
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
     # numpy gathers of its columns, in its dtypes.
-    rows, extras = zip(*shapes, strict=True)
-    for name, values in zip(COLUMNS, zip(*rows, strict=True), strict=True):
-        setattr(plan, name, list(map(values.__getitem__, ids)))
+    for name in COLUMNS:
+        values = shapes.columns[name]
+        setattr(plan, name, list(map(values.tolist().__getitem__, ids)))
         if name in _TIMELINE_DTYPES:
-            plan.arrays[name] = np.array(values, dtype=_TIMELINE_DTYPES[name])[shape_of_op]
+            plan.arrays[name] = values.astype(_TIMELINE_DTYPES[name])[shape_of_op]
     if repeat_costs is not None:
         plan.cost = repeat_costs
     # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
-    is_kernel = [k == _KERNEL for k in plan.arrays["kind"][first].tolist()]
+    extras, is_kernel = shapes.extras, (shapes.columns["kind"] == _KERNEL).tolist()
     kernel = [x if y else None for x, y in zip(extras, is_kernel, strict=True)]
     stage = [None if y else x for x, y in zip(extras, is_kernel, strict=True)]
     plan.kernel = list(map(kernel.__getitem__, ids))
@@ -211,7 +237,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
 def _repeat_costs(
     shape_ids: dict[tuple, int],
     shape_of_op: np.ndarray,
-    shapes: list[tuple[tuple, tuple | int | None]],
+    shapes: Shapes,
     preset: DevicePreset,
     gap: int,
 ) -> list[int] | None:
@@ -220,20 +246,24 @@ def _repeat_costs(
     figures. Worked out per shape, then compared op to op by numpy."""
     if not preset.repeat_issue_cost_us or not len(shape_of_op):
         return None
-    # A shape's key is (op, stream, ...): the call without its stream is the rest.
-    calls: dict[tuple, int] = {}
-    number = calls.setdefault
-    call_of_shape = np.array(
-        [number((key[0], *key[2:]), len(calls)) for key in shape_ids], dtype=np.intp
-    )
-    call = call_of_shape[shape_of_op]
-    repeat = np.zeros(len(call), dtype=bool)
-    repeat[1:] = call[1:] == call[:-1]
+    # Ops of one shape make the same call. Ops of two shapes do when their keys, (op,
+    # stream, ...), differ in the stream alone: compared only where two calls in a row are
+    # of one kind of op.
+    repeat = np.zeros(len(shape_of_op), dtype=bool)
+    repeat[1:] = shape_of_op[1:] == shape_of_op[:-1]
+    names, kind_of_op = [key[0] for key in shape_ids], shapes.columns["kind"][shape_of_op]
+    both = np.flatnonzero(~repeat[1:] & (kind_of_op[1:] == kind_of_op[:-1])) + 1
+    if len(both):
+        keys = list(shape_ids)
+        repeat[both] = [
+            keys[a][2:] == keys[b][2:]
+            for a, b in zip(shape_of_op[both - 1].tolist(), shape_of_op[both].tolist(), strict=True)
+        ]
     if not repeat.any():
         return None  # no call repeats the one before it: every call costs issue_cost_us
     warm_of_kind = {name: gap + preset.repeat_issue_cost_ns(name) for name in K}
-    warm = np.array([warm_of_kind[key[0]] for key in shape_ids], dtype=np.int64)
-    cold = np.array([row[4] for row, _ in shapes], dtype=np.int64)
+    warm = np.array([warm_of_kind[name] for name in names], dtype=np.int64)
+    cold = shapes.columns["cost"]
     per_op = np.where(repeat, warm[shape_of_op], cold[shape_of_op])
     return per_op.tolist()
 
@@ -246,7 +276,7 @@ def _blocks_per_sm_key(extra: dict) -> object:
 
 
 def _check_work(
-    shapes: list[tuple[tuple, tuple | int | None]],
+    shapes: Shapes,
     shape_of_op: np.ndarray,
     first: list[int],
     plan: Plan,
@@ -254,8 +284,12 @@ def _check_work(
 ) -> None:
     """Refuse (ValueError naming the op and the limit) a program that would take the
     simulator too long (MAX_BLOCK_WAVES, MAX_STREAM_CHECKS) or whose times would not fit its
-    clock (MAX_TOTAL_NS); worked out per shape, times how often each shape occurs."""
-    count = np.bincount(shape_of_op, minlength=len(shapes)).tolist()
+    clock (MAX_TOTAL_NS); worked out per shape, times how often each shape occurs (first
+    in bulk, and shape by shape only when that comes near a limit, to name it exactly)."""
+    from swimlanes.engine.plan_columns import within_limits  # (it builds on this module)
+
+    count_array = np.bincount(shape_of_op, minlength=len(shapes.extras))
+    count = count_array.tolist()
     # A bound on the slack one op may add beyond its host call and its time alone: launch
     # and dependency latencies, a blocking call's return, a copy engine's rests, the fixed cost
     # of a copy against the other direction.
@@ -270,10 +304,12 @@ def _check_work(
     )
     slack = round(slack_us * 1000.0)
     slowest_copy = 1.0 + max(p.bidirectional_slowdown, p.bidirectional_slowdown_d2h or 0.0)
+    if within_limits(shapes, count_array, plan, slack, slowest_copy):
+        return
     total_ns = total_waves = checks = 0
     most = (0, 0)  # (waves of a kernel shape times its count, shape)
     n_streams = len(plan.stream_names)
-    for n, ((_k, s, run, _q, cost, host, solo, _b), extra) in enumerate(shapes):
+    for n, ((_k, s, run, _q, cost, host, solo, _b), extra) in enumerate(shapes.rows()):
         c = count[n]
         device = max(solo, 0) * (slowest_copy if run == RUN_COPY else 1.0)
         stage = extra if isinstance(extra, int) else 0

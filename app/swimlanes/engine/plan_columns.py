@@ -19,20 +19,27 @@ import math
 
 import numpy as np
 
+from swimlanes.engine import plan as _plan  # its limits: read when used (tests change them)
 from swimlanes.engine.plan import (
     _D2H,
     _H2D,
     _HOST_ONLY,
     _KERNEL,
     _RUN,
+    BARRIER,
     BUSY,
+    COLUMNS,
     ENQ,
     ENQ_BARRIER,
     ENQ_STAGE,
     ENQ_WAIT,
-    MAX_OP_NS,
+    RUN_COPY,
+    RUN_SM,
+    STREAM_LEGACY,
+    WAIT_ALL,
     K,
     Plan,
+    Shapes,
     _new_shape,
 )
 from swimlanes.engine.presets import DevicePreset, _sorted_points
@@ -50,22 +57,22 @@ class _Refused(Exception):
     """A value the one-by-one path would refuse (or treats specially): fall back to it."""
 
 
-def shape_rows(
+def shape_columns(
     keys: list[tuple], first: list[int], program: list, preset: DevicePreset, plan: Plan,
     stream_index: dict, costs: dict,
-) -> list[tuple[tuple, tuple | int | None]] | None:  # fmt: skip
-    """plan_ops' ``(row, kernel shape or staging ns)`` per shape (``keys`` in shape order, as
-    plan_ops builds them; ``first`` their first ops), or None when one-by-one must decide."""
+) -> Shapes | None:  # fmt: skip
+    """The program's Shapes (``keys`` in shape order, as plan_ops builds them; ``first``
+    their first ops), or None when one-by-one must decide."""
     try:
-        return _shape_rows(keys, first, program, preset, plan, stream_index, costs)
+        return _shape_columns(keys, first, program, preset, plan, stream_index, costs)
     except (_Refused, TypeError, ValueError, OverflowError, KeyError, AttributeError):
         return None  # (unvalidated values of odd types, too: the one-by-one path judges them)
 
 
-def _shape_rows(
+def _shape_columns(
     keys: list[tuple], first: list[int], program: list, preset: DevicePreset, plan: Plan,
     stream_index: dict, costs: dict,
-) -> list[tuple[tuple, tuple | int | None]]:  # fmt: skip
+) -> Shapes:  # fmt: skip
     names, streams, nbytes, memory, is_async, dur_us, blocks, threads, block_us, flops, bpsm = zip(
         *keys, strict=True
     )
@@ -79,8 +86,7 @@ def _shape_rows(
     k = np.array(kind, dtype=np.int64)
     s = np.array(stream, dtype=np.int64)
     run = _RUN_OF_KIND[k]
-    size_list = [b or 0 for b in nbytes]
-    size = np.array(size_list, dtype=np.int64)
+    size = np.array([b or 0 for b in nbytes], dtype=np.int64)
     host = _HOST_OF_KIND[k].copy()
     solo = np.zeros(len(keys), dtype=np.int64)
     extra: list[tuple | int | None] = [None] * len(keys)
@@ -105,19 +111,27 @@ def _shape_rows(
     solo[callback] = np.where(has_dur[callback], dur[callback], 0)
     solo[(run < 0) & (host != BUSY)] = -1
     queue = _queues(preset, plan, k, s, run)
-    rows = list(
-        zip(kind, stream, run.tolist(), queue.tolist(), [costs[name] for name in names],
-            host.tolist(), solo.tolist(), size_list, strict=True)
-    )  # fmt: skip
-    shapes = list(zip(rows, extra, strict=True))
+    cost = np.array([costs[name] for name in names], dtype=np.int64)
+    values = (k, s, run, queue, cost, host, solo, size)
+    shapes = Shapes(dict(zip(COLUMNS, values, strict=True)), extra)
     for n in np.flatnonzero(special).tolist():
-        shapes[n] = _new_shape(first[n], program[first[n]], preset, plan, stream_index, costs)
+        row, shapes.extras[n] = _new_shape(
+            first[n], program[first[n]], preset, plan, stream_index, costs
+        )
+        for name, value in zip(COLUMNS, row, strict=True):
+            shapes.columns[name][n] = value
     return shapes
+
+
+def _bound() -> int:
+    """The longest op time handled here: MAX_OP_NS, and never near int64's range (past that,
+    the one-by-one path's Python ints decide)."""
+    return min(_plan.MAX_OP_NS, 1 << 60)
 
 
 def _checked_ns(values: np.ndarray) -> np.ndarray:
     """Times rounded to int ns, as plan._ns (refused past MAX_OP_NS, or not finite)."""
-    if not np.all(values <= MAX_OP_NS):  # (NaN compares false)
+    if not np.all(values <= _bound()):  # (NaN compares false)
         raise _Refused
     return np.rint(values).astype(np.int64)
 
@@ -171,7 +185,7 @@ def _copy_ns(preset: DevicePreset, kind: str, b: np.ndarray, memory: str) -> np.
 
 def _rounded(values: np.ndarray) -> np.ndarray:
     """round() of each value (bounded, so that the int64 sum after it cannot overflow)."""
-    if not np.all(values <= MAX_OP_NS):
+    if not np.all(values <= _bound()):
         raise _Refused
     return np.rint(values).astype(np.int64)
 
@@ -220,7 +234,7 @@ def _kernels(
     has_block = np.array([block_us[r] is not None for r in pick], dtype=bool)
     block_ns = _checked_ns(np.array([block_us[r] * 1000.0 if block_us[r] is not None else 0.0
                                      for r in pick]))  # fmt: skip
-    if not np.all(np.maximum(1, block_ns) * n_waves.astype(np.float64) <= MAX_OP_NS):
+    if not np.all(np.maximum(1, block_ns) * n_waves.astype(np.float64) <= _bound()):
         raise _Refused  # (checked in float first: the int64 product must not overflow)
     by_blocks = np.maximum(1, block_ns) * n_waves
     by_flops = np.array([flops[r] or 0.0 for r in pick], dtype=np.float64)
@@ -273,3 +287,33 @@ def _queues(
         if preset.copy_queue_per_stream:
             queue = np.where(copy, plan.queue_count - len(plan.stream_names) + s, queue)
     return np.where(enqueued, queue, -1)
+
+
+def within_limits(
+    shapes: Shapes, count: np.ndarray, plan: Plan, slack: int, slowest_copy: float
+) -> bool:
+    """True when plan._check_work's three totals are clearly below their limits (the time
+    total, a float sum, by a margin its summation order cannot cross); False: let it add them
+    up shape by shape, as it words its refusal."""
+    extras = shapes.extras
+    s, run, cost, host, solo = (
+        shapes.columns[c] for c in ("stream", "run", "cost", "host", "solo")
+    )  # fmt: skip
+    stage = np.array([x if isinstance(x, int) else 0 for x in extras], dtype=np.int64)
+    device = np.maximum(solo, 0) * np.where(run == RUN_COPY, slowest_copy, 1.0)
+    total_ns = float(np.sum(count * (cost + device + stage + slack)))
+    # A kernel's waves alone: ceil(blocks / resident); d2d copies and memsets take one.
+    blocks = np.array([x[0] if isinstance(x, tuple) else 0 for x in extras], dtype=np.int64)
+    resident = np.array([x[2] if isinstance(x, tuple) else 1 for x in extras], dtype=np.int64)
+    waves = np.where(run == RUN_SM, 1, -(-blocks // resident))
+    total_waves = int(np.sum(count * waves))
+    classes = np.array([*plan.stream_class, -1], dtype=np.int64)  # (s = -1: no stream)
+    syncs = ((run >= 0) & (classes[s] == STREAM_LEGACY)) | np.isin(
+        host, (BARRIER, ENQ_BARRIER, WAIT_ALL)
+    )
+    checks = int(np.sum(count[syncs])) * len(plan.stream_names)
+    return (
+        total_ns < _plan.MAX_TOTAL_NS * 0.999
+        and total_waves <= _plan.MAX_BLOCK_WAVES
+        and checks <= _plan.MAX_STREAM_CHECKS
+    )
