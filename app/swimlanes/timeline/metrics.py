@@ -114,6 +114,21 @@ def device_op_mask(tl: Timeline) -> np.ndarray:
     return tl.on_device & (tl.engine >= 0)
 
 
+def copy_op_mask(tl: Timeline) -> np.ndarray:
+    """Rows that are copies (H2D, D2H, D2D)."""
+    return np.isin(tl.kind, _COPY_KINDS)
+
+
+def compute_op_mask(tl: Timeline) -> np.ndarray:
+    """Rows that compute on the SMs: kernels, and memsets (carried out like a kernel)."""
+    return np.isin(tl.kind, _COMPUTE_KINDS)
+
+
+def host_call_mask(tl: Timeline) -> np.ndarray:
+    """Rows with a host API call span (the host thread is busy in it)."""
+    return (tl.issue_start != NO_TIME) & (tl.issue_end != NO_TIME)
+
+
 def _pct(part: int, whole: int) -> float:
     return 100.0 * part / whole if whole > 0 else 0.0
 
@@ -139,12 +154,12 @@ def compute_metrics(tl: Timeline) -> Metrics:
         for s, name in enumerate(tl.stream_names)
     }
     overlap = covered_at_least(list(engine_sets.values()), 2)
-    compute = _spans(tl, dev & np.isin(tl.kind, _COMPUTE_KINDS))
-    copies = _spans(tl, dev & np.isin(tl.kind, _COPY_KINDS))
+    compute = _spans(tl, dev & compute_op_mask(tl))
+    copies = _spans(tl, dev & copy_op_mask(tl))
     device_all = _spans(tl, dev)
     device_busy = union_length(*device_all)
 
-    has_issue = (tl.issue_start != NO_TIME) & (tl.issue_end != NO_TIME)
+    has_issue = host_call_mask(tl)
     host = (tl.issue_start[has_issue], tl.issue_end[has_issue])
     host_busy = union_length(*host)
     host_or_device = union_length(

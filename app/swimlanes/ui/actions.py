@@ -48,6 +48,7 @@ class Actions:
     play: QAction
     fit_all: QAction
     overlay: QAction
+    kernel_colours: QAction
     compare_layout: QAction
     run_gpu: QAction
     cancel_gpu: QAction
@@ -103,6 +104,12 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
         "Draw each op's simulated span as an outline on the measured chart",
     )
     overlay.setCheckable(True)
+    kernel_colours = a(
+        window,
+        "Colour &kernels by name",
+        "Give each kernel name its own colour (greens, teals, purples), as profilers do",
+    )
+    kernel_colours.setCheckable(True)
     compare_layout = a(
         window,
         "&Compare layout",
@@ -173,6 +180,7 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
         play=play,
         fit_all=a(window, "&Fit all", "Show the whole schedule", shortcut="Ctrl+0"),
         overlay=overlay,
+        kernel_colours=kernel_colours,
         compare_layout=compare_layout,
         run_gpu=a(
             window,
@@ -229,7 +237,7 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
     edit.addAction(a.select_all)
 
     view = bar.addMenu("&View")
-    view.addActions([a.fit_all, a.overlay])
+    view.addActions([a.fit_all, a.overlay, a.kernel_colours])
     view.addSeparator()
     view.addAction(a.compare_layout)
     view.addSeparator()

@@ -42,6 +42,7 @@ from swimlanes.ui.dialogs import FileHandling
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor import HostProgramPanel, Inspector, LaneEditor, OpPalette
 from swimlanes.ui.editor.undo_keys import DocumentUndoKeys
+from swimlanes.ui.gantt.bars import KERNELS_BY_NAME_DEFAULT
 from swimlanes.ui.gantt.side_by_side import ComparisonCharts
 from swimlanes.ui.gantt.summary import SummaryStrip
 from swimlanes.ui.gpu_runner import GpuRunner
@@ -225,6 +226,12 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.fill_examples_menu()
         self.fill_recent_menu()
 
+    def _set_kernels_by_name(self, on: bool) -> None:
+        """View > Colour kernels by name, in both charts (remembered)."""
+        for chart in (self.charts.simulated_chart, self.charts.measured_chart):
+            chart.set_kernels_by_name(on)
+        self.settings.q.setValue("view/kernels_by_name", bool(on))
+
     def _connect(self) -> None:
         a, c = self.actions, self.controller
         self.connect_file_actions()
@@ -242,6 +249,10 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         zooms = self.charts.navigation.add_actions(self, self.menus.view, a.fit_all)
         self.charts.search.add_actions(self, self.menus.view, zooms[-1])
         a.overlay.toggled.connect(self.charts.set_overlay_enabled)
+        a.kernel_colours.toggled.connect(self._set_kernels_by_name)
+        a.kernel_colours.setChecked(
+            self.settings.q.value("view/kernels_by_name", KERNELS_BY_NAME_DEFAULT, type=bool)
+        )
         a.run_gpu.triggered.connect(self.run_on_gpu)
         a.cancel_gpu.triggered.connect(self.gpu_runner.cancel)
         a.about.triggered.connect(lambda: dialogs.about(self))

@@ -23,7 +23,15 @@ try:  # pyqtgraph's numpy-backed QRectF array (what its BarGraphItem draws with)
 except ImportError:  # pragma: no cover - older pyqtgraph: build QRectF lists
     _RectArray = None
 from swimlanes.timeline.timeline import Timeline
-from swimlanes.ui.gantt.rows import BarLod, ChartRows, cull_bars
+from swimlanes.ui.gantt.row_groups import summary_row_mask
+from swimlanes.ui.gantt.rows import (
+    SHADE_LEVELS,
+    BarLod,
+    ChartRows,
+    cull_bars_shaded,
+    label_colour_codes,
+    label_spans,
+)
 from swimlanes.ui.style import CATEGORY_COLOUR, OP_CATEGORY, OP_TITLE, text_colour_on
 
 #: Vertical extent of a bar inside its row (fractions of the row height).
@@ -56,13 +64,43 @@ def _draw_rects(
         painter.drawRects(list(map(QRectF, x.tolist(), y.tolist(), w.tolist(), h.tolist())))
 
 
-def legend_entries(tl: Timeline | None) -> list[tuple[str, str]]:
-    """(category, colour) of each op category present, in the palette's order."""
+#: Kernel colours when kernels are coloured by name: greens, teals, olive and purples,
+#: none of them a copy (sky blue, orange, yellow), memset (grey), host (blue), event (pink) or
+#: sync (vermillion) colour, so a kernel still never reads as a copy.
+KERNEL_PALETTE = (
+    CATEGORY_COLOUR["Kernel"],
+    "#117733",
+    "#44AA99",
+    "#999933",
+    "#6A3D9A",
+    "#B2DF8A",
+    "#AF8DC3",
+    "#01665E",
+)
+#: Whether the app colours kernels by name until the user says otherwise (View menu).
+KERNELS_BY_NAME_DEFAULT = True
+#: The legend's kernel entry when kernels are coloured by name.
+KERNEL_BY_NAME = "Kernel (colour by name)"
+_KERNEL = OP_KINDS.index("kernel")
+
+
+def legend_entries(tl: Timeline | None, kernels_by_name: bool = False) -> list[tuple[str, str]]:
+    """(category, colour) of each op category present, in the palette's order.
+
+    With ``kernels_by_name`` the kernel entry says so and its colour lists the palette
+    (comma-separated, for a striped swatch).
+    """
     if tl is None or not len(tl):
         return []
     kinds = {OP_KINDS[k] for k in np.unique(tl.kind).tolist()}
     present = {OP_CATEGORY[k] for k in kinds}
-    return [(c, colour) for c, colour in CATEGORY_COLOUR.items() if c in present]
+    out = [(c, colour) for c, colour in CATEGORY_COLOUR.items() if c in present]
+    if kernels_by_name:
+        out = [
+            (KERNEL_BY_NAME, ",".join(KERNEL_PALETTE)) if c == "Kernel" else (c, col)
+            for c, col in out
+        ]
+    return out
 
 
 @dataclass
@@ -85,13 +123,27 @@ class BarGroup:
             self.lod = BarLod(self.x0, self.x1, self.row, n_rows)
 
 
-def group_bars(rows: ChartRows, mask: np.ndarray | None = None) -> list[BarGroup]:
-    """Split a chart's bars by category colour (``mask`` selects a subset)."""
+def group_bars(
+    rows: ChartRows, mask: np.ndarray | None = None, kernels_by_name: bool = False
+) -> list[BarGroup]:
+    """Split a chart's bars by colour (``mask`` selects a subset); ``kernels_by_name`` gives
+    each kernel a colour of :data:`KERNEL_PALETTE` from its label."""
     kind_colour = [CATEGORY_COLOUR[OP_CATEGORY[k]] for k in OP_KINDS]
     colours = sorted(set(kind_colour))
     colour_of_kind = np.array([colours.index(c) for c in kind_colour], np.int16)
     sel = np.arange(len(rows.bar_x0)) if mask is None else np.flatnonzero(mask)
     cidx = colour_of_kind[rows.bar_kind[sel].astype(np.int64)] if len(sel) else sel
+    if kernels_by_name and rows.timeline is not None and len(sel):
+        palette = []  # colour number of each palette entry (the first is the kernel green)
+        for c in KERNEL_PALETTE:
+            if c not in colours:
+                colours.append(c)
+            palette.append(colours.index(c))
+        kernel = np.flatnonzero(rows.bar_kind[sel] == _KERNEL)
+        ops = rows.bar_op[sel[kernel]]
+        codes = label_colour_codes(rows.timeline.labels, ops, len(KERNEL_PALETTE))
+        cidx = cidx.copy()
+        cidx[kernel] = np.asarray(palette, np.int16)[codes]
     groups = []
     for ci, colour in enumerate(colours):
         idx = sel[cidx == ci]  # stays sorted by start: bar arrays are sorted
@@ -133,6 +185,8 @@ class BarStyle:
     #: The text of a bar from its op (timeline row); None draws no labels.
     labels: Callable[[int], str] | None = None
     font: QFont | None = None
+    #: Rows whose bars get no labels (a collapsed group's summary row: its bars overlap).
+    unlabelled_rows: np.ndarray | None = None
 
 
 def draw_bars(
@@ -143,55 +197,81 @@ def draw_bars(
     y_map: tuple[float, float],
     n_rows: int,
     style: BarStyle,
+    labels_out: list[tuple[int, float, float]] | None = None,
 ) -> int:
     """Paint the visible bars in pixel coordinates; returns how many rectangles were drawn.
 
     ``x_map``/``y_map`` are (scale, offset) from chart units (µs, row) to pixels; the
-    painter must have no transform other than pixels.
+    painter must have no transform other than pixels. Merged sub-pixel runs are shaded by
+    how much of their pixels the bars cover. ``labels_out`` collects (op, left px, right px)
+    of each label box drawn.
     """
     sx = x_map[0]
     visible = [(g, _visible(g, view, sx, x_map[1], n_rows)) for g in groups]
     # merged sub-pixel runs first; where categories share a pixel, each row shows the one
-    # with the most busy time on that row (drawn again on top); then exact bars on top,
-    # long ones under short ones
+    # with the most busy time on that row last (on top); then exact bars on top, long ones
+    # under short ones
     merged = [(g, tuple(a[v[3] < 0] for a in v)) for g, v in visible if (v[3] < 0).any()]
     layers = list(merged)
     if len(merged) > 1:
         totals = np.stack([_row_totals(g, n_rows) for g, _ in merged])
         dominant = totals.argmax(axis=0)
-        for i, (g, v) in enumerate(merged):
-            on_top = dominant[v[2]] == i
-            layers.append((g, tuple(a[on_top] for a in v)))
+        tops = [dominant[v[2]] == i for i, (_, v) in enumerate(merged)]
+        layers = [(g, tuple(a[~t] for a in v)) for (g, v), t in zip(merged, tops, strict=True)]
+        layers += [(g, tuple(a[t] for a in v)) for (g, v), t in zip(merged, tops, strict=True)]
     layers += [(g, tuple(a[v[3] >= 0] for a in v)) for g, v in visible]
+    view_px = (view[0] * sx + x_map[1], view[1] * sx + x_map[1])
+    if view_px[0] > view_px[1]:
+        view_px = (view_px[1], view_px[0])
     drawn = 0
     label_jobs = []
-    for g, (p0, p1, r, o) in layers:
+    for g, (p0, p1, r, o, shade) in layers:
         if not len(p0):
             continue
         top, h = _bar_rows(r, y_map)
         w = np.maximum(p1 - p0, 1.0)
         _set_bar_pen(painter, g.colour, style)
         if style.fill and style.outline is None:
-            _draw_edged_rects(painter, g.colour, p0, top, w, h, o >= 0)
+            _draw_shaded_rects(painter, g.colour, p0, top, w, h, o >= 0, shade)
         else:
             _draw_rects(painter, p0, top, w, h)
         drawn += len(p0)
         if style.labels is not None:
-            wide = np.flatnonzero((w >= MIN_LABEL_PX) & (o >= 0))[:MAX_LABELS]
-            if len(wide):
-                rects = list(
-                    map(
-                        QRectF,
-                        p0[wide].tolist(),
-                        top[wide].tolist(),
-                        w[wide].tolist(),
-                        h[wide].tolist(),
-                    )
-                )
-                label_jobs.append((g.colour, rects, o[wide]))
+            idx, lx0, lx1 = label_spans(p0, p0 + w, o, view_px, MIN_LABEL_PX)
+            if style.unlabelled_rows is not None and len(idx):
+                keep = ~style.unlabelled_rows[r[idx]]
+                idx, lx0, lx1 = idx[keep], lx0[keep], lx1[keep]
+            if len(idx):
+                idx, lx0, lx1 = idx[:MAX_LABELS], lx0[:MAX_LABELS], lx1[:MAX_LABELS]
+                label_jobs.append((g.colour, lx0, lx1, top[idx], h[idx], o[idx]))
     if label_jobs:
-        _draw_labels(painter, label_jobs, style)
+        _draw_labels(painter, label_jobs, style, labels_out)
     return drawn
+
+
+def _draw_shaded_rects(
+    painter: QPainter,
+    colour: QColor,
+    x: np.ndarray,
+    y: np.ndarray,
+    w: np.ndarray,
+    h: np.ndarray,
+    exact: np.ndarray,
+    shade: np.ndarray,
+) -> None:
+    """Filled bars; merged runs that cover part of their pixels in a lighter (more
+    transparent) fill, one call per shade, so a 39 %-busy stretch does not read as solid."""
+    full = shade >= SHADE_LEVELS
+    if not full.all():
+        for level in np.unique(shade[~full]).tolist():
+            part = shade == level
+            fill = QColor(colour)
+            fill.setAlphaF(level / SHADE_LEVELS)
+            painter.setBrush(fill)
+            _draw_rects(painter, x[part], y[part], w[part], h[part])
+        painter.setBrush(colour)
+        x, y, w, h, exact = x[full], y[full], w[full], h[full], exact[full]
+    _draw_edged_rects(painter, colour, x, y, w, h, exact)
 
 
 def _draw_edged_rects(
@@ -248,38 +328,52 @@ def _set_bar_pen(painter: QPainter, colour: QColor, style: BarStyle) -> None:
 
 def _visible(
     g: BarGroup, view: tuple[float, float], sx: float, dx: float, n_rows: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Pixel spans of a group's visible bars: from its level of detail when zoomed out."""
-    runs = g.lod.runs(view, sx, dx) if g.lod is not None else None
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Pixel spans (px0, px1, row, op, shade) of a group's visible bars: from its level of
+    detail when zoomed out."""
+    runs = g.lod.shaded_runs(view, sx, dx) if g.lod is not None else None
     if runs is None:
-        return cull_bars(g.x0, g.x1, g.row, g.op, g.max_width, view, sx, dx, n_rows)
+        return cull_bars_shaded(g.x0, g.x1, g.row, g.op, g.max_width, view, sx, dx, n_rows)
     i = g.lod.long_idx
-    p0, p1, r, o = cull_bars(g.x0[i], g.x1[i], g.row[i], g.op[i], g.max_width, view, sx, dx, n_rows)
+    p0, p1, r, o, shade = cull_bars_shaded(
+        g.x0[i], g.x1[i], g.row[i], g.op[i], g.max_width, view, sx, dx, n_rows
+    )
     return (
         np.concatenate([p0, runs[0]]),
         np.concatenate([p1, runs[1]]),
         np.concatenate([r, runs[2].astype(r.dtype)]),
         np.concatenate([o, np.full(len(runs[0]), -1, o.dtype)]),
+        np.concatenate([shade, runs[3]]),
     )
 
 
-def _draw_labels(painter: QPainter, jobs: list, style: BarStyle) -> None:
+def _draw_labels(
+    painter: QPainter,
+    jobs: list,
+    style: BarStyle,
+    labels_out: list[tuple[int, float, float]] | None = None,
+) -> None:
     font = style.font or painter.font()
     painter.setFont(font)
     fm = QFontMetricsF(font)
+    min_h = fm.height() * 0.8
     label_of = style.labels
     assert label_of is not None
-    for colour, rects, ops in jobs:
+    for colour, lx0, lx1, top, h, ops in jobs:
         painter.setPen(text_colour_on(colour))
-        for rect, op in zip(rects, ops.tolist(), strict=True):
-            if rect.height() < fm.height() * 0.8:
+        for x0, x1, y, height, op in zip(
+            lx0.tolist(), lx1.tolist(), top.tolist(), h.tolist(), ops.tolist(), strict=True
+        ):
+            if height < min_h:
                 continue
-            inner = rect.adjusted(3, 0, -3, 0)
+            inner = QRectF(x0 + 3, y, x1 - x0 - 6, height)
             text = fm.elidedText(label_of(op), Qt.TextElideMode.ElideRight, inner.width())
             if text and text != "…":
                 painter.drawText(
                     inner, Qt.AlignmentFlag.AlignVCenter | Qt.AlignmentFlag.AlignLeft, text
                 )
+                if labels_out is not None:
+                    labels_out.append((op, x0, x1))
 
 
 def draw_marks(
@@ -337,6 +431,9 @@ class GanttBarsItem(pg.GraphicsObject):
         self.highlight_pen = QPen(QColor("#000000"), 2.5)
         self.outline_pen: QPen | None = None
         self.last_drawn = 0
+        #: (op, left px, right px) of each label drawn by the last paint.
+        self.last_labels: list[tuple[int, float, float]] = []
+        self.kernels_by_name = False
         self._bounds = QRectF()
 
     # -- data -------------------------------------------------------------------------------------
@@ -344,7 +441,8 @@ class GanttBarsItem(pg.GraphicsObject):
         """Show the bars of ``rows`` (None clears)."""
         self.prepareGeometryChange()
         self.rows = rows
-        self._groups = group_bars(rows) if rows is not None else []
+        groups = group_bars(rows, kernels_by_name=self.kernels_by_name) if rows is not None else []
+        self._groups = groups
         self._labels = None
         if rows is not None and rows.timeline is not None and not self.outline_only:
             self._labels = op_label_getter(rows.timeline)
@@ -356,6 +454,14 @@ class GanttBarsItem(pg.GraphicsObject):
         else:
             self._bounds = QRectF(0.0, 0.0, 1.0, float(len(rows.keys) if rows else 1))
         self.update()
+
+    def set_kernels_by_name(self, on: bool) -> None:
+        """Colour kernels by a stable hash of their name (True) or all alike (False)."""
+        if bool(on) != self.kernels_by_name:
+            self.kernels_by_name = bool(on)
+            if self.rows is not None:
+                self._groups = group_bars(self.rows, kernels_by_name=self.kernels_by_name)
+            self.update()
 
     def _bars_of_ops(self, ops: np.ndarray) -> np.ndarray:
         if self.rows is None or not len(ops):
@@ -407,9 +513,17 @@ class GanttBarsItem(pg.GraphicsObject):
         painter.save()
         painter.resetTransform()
         painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
-        style = BarStyle(outline=self.outline_pen, fill=not self.outline_only, labels=self._labels)
+        style = BarStyle(
+            outline=self.outline_pen,
+            fill=not self.outline_only,
+            labels=self._labels,
+            unlabelled_rows=summary_row_mask(self.rows.keys),
+        )
         n_rows = len(self.rows.keys)
-        self.last_drawn = draw_bars(painter, self._groups, vis, x_map, y_map, n_rows, style)
+        self.last_labels = []
+        self.last_drawn = draw_bars(
+            painter, self._groups, vis, x_map, y_map, n_rows, style, self.last_labels
+        )
         draw_marks(
             painter, self.rows, self._flags, vis, x_map, y_map, QPen(QColor(FLAG_COLOUR), 2), True
         )

@@ -18,7 +18,7 @@ from PySide6.QtGui import (
 from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from swimlanes.timeline.timeline import DEP_KINDS, Timeline
-from swimlanes.ui.gantt.axes import RowAxisItem, TimeAxisItem
+from swimlanes.ui.gantt.axes import GROUP_GUTTER_PX, RowAxisItem, TimeAxisItem
 from swimlanes.ui.gantt.bars import GanttBarsItem, OccupancyItem, legend_entries
 from swimlanes.ui.gantt.decorations import (
     DEP_STYLE,
@@ -28,6 +28,8 @@ from swimlanes.ui.gantt.decorations import (
     RowBandsItem,
 )
 from swimlanes.ui.gantt.matches import SearchMarksItem
+from swimlanes.ui.gantt.range_panel import LIVE_LIMIT, RangeStatsPanel
+from swimlanes.ui.gantt.row_controls import RowGroupsMixin
 from swimlanes.ui.gantt.rows import (
     ChartRows,
     build_rows,
@@ -45,7 +47,7 @@ PAN_STEP = 0.1
 MIN_ROW_PX = 20
 
 
-class GanttChart(QWidget):
+class GanttChart(RowGroupsMixin, QWidget):
     """One timeline as a Gantt chart, with selection, hover, dependencies, ruler and cursor."""
 
     selection_changed = Signal(list)
@@ -106,6 +108,10 @@ class GanttChart(QWidget):
             lambda _mask: self.view_changed_by_user.emit(False)
         )
         self._vb.ruler_dragged.connect(self._on_ruler_drag)
+        self.range_panel = RangeStatsPanel(self.plot_widget)
+        self._ruler.sigRegionChanged.connect(lambda _r: self._update_range_panel(False))
+        self._ruler.sigRegionChangeFinished.connect(lambda _r: self._update_range_panel(True))
+        self._init_row_groups()
         self.plot_widget.scene().sigMouseMoved.connect(self._on_hover)
 
         box = QVBoxLayout(self)
@@ -148,7 +154,13 @@ class GanttChart(QWidget):
         return list(self.rows_model.titles)
 
     def _relayout(self, fit: bool) -> None:
-        self.rows_model = build_rows(self._timeline, self._layout_rows, self._stream_info)
+        arranged = self._arrange_rows()
+        self.rows_model = build_rows(
+            self._timeline, arranged.keys, self._stream_info, arranged.merge
+        )
+        for i, key in enumerate(self.rows_model.keys):
+            self.rows_model.titles[i] = arranged.titles.get(key, self.rows_model.titles[i])
+        self._row_axis.set_groups(arranged.spans)
         n = len(self.rows_model.keys)
         self._bands.n_rows = n
         self._bands.update()
@@ -209,6 +221,12 @@ class GanttChart(QWidget):
         """The item that draws search matches (tests and tools)."""
         return self._matches
 
+    def set_kernels_by_name(self, on: bool) -> None:
+        """Colour each kernel by its name (a stable hash over a palette of greens, teals and
+        purples) or all kernels alike."""
+        self._bars.set_kernels_by_name(on)
+        self._update_legend()
+
     def set_overlay(self, tl: Timeline | None) -> None:
         """Draw another timeline's device spans as outlines on this chart's rows."""
         self._overlay_tl = tl
@@ -220,7 +238,7 @@ class GanttChart(QWidget):
             self._overlay.set_rows(None)
             return
         keys = self.rows_model.keys
-        rows = build_rows(self._overlay_tl, keys)
+        rows = build_rows(self._overlay_tl, keys, merge=self.row_arrangement.merge)
         # only device spans on rows this chart has; occupancy is not a bar row
         own = rows.bar_row < len(keys)
         for skip in ("host", "compute"):
@@ -232,7 +250,10 @@ class GanttChart(QWidget):
         self._overlay.set_rows(rows)
 
     def _update_legend(self) -> None:
-        entries = [(c, colour, "box") for c, colour in legend_entries(self._timeline)]
+        entries = [
+            (c, colour, "palette" if "," in colour else "box")
+            for c, colour in legend_entries(self._timeline, self._bars.kernels_by_name)
+        ]
         if self.rows_model.compute_row is not None:
             entries.append(
                 ("SM occupancy", QColor(CATEGORY_COLOUR["Kernel"]).lighter(120).name(), "box")
@@ -313,7 +334,7 @@ class GanttChart(QWidget):
         """Wide enough for the longest row title."""
         fm = self.fontMetrics()
         titles = self.rows_model.titles or ["Host"]
-        return max(fm.horizontalAdvance(t) for t in titles) + 16
+        return max(fm.horizontalAdvance(t) for t in titles) + 16 + GROUP_GUTTER_PX
 
     def scene_x_of_ns(self, t_ns: int) -> float:
         """Where time ``t_ns`` (from the start) is, in the plot widget's viewport pixels."""
@@ -358,12 +379,17 @@ class GanttChart(QWidget):
         """Hide the measured span (Escape, or another document)."""
         self._ruler.hide()
         self._ruler_text.hide()
+        self.range_panel.hide()
 
-    def set_ruler_ns(self, t0: int, t1: int) -> None:
+    def set_ruler_ns(self, t0: int, t1: int, finished: bool = True) -> None:
+        """Measure ``[t0, t1]`` (ns from the start); ``finished`` False: a drag still moving
+        (the range's figures then wait for its end on a large timeline)."""
         self._ruler.setRegion((t0 / 1000.0, t1 / 1000.0))
         self._ruler.show()
         self._ruler_text.show()
         self._update_ruler_text()
+        if finished:
+            self._update_range_panel(True)
 
     def ruler_ns(self) -> tuple[int, int] | None:
         if not self._ruler.isVisible():
@@ -375,7 +401,15 @@ class GanttChart(QWidget):
         return self._ruler_text.toPlainText() if self._ruler.isVisible() else ""
 
     def _on_ruler_drag(self, a: float, b: float, finished: bool) -> None:
-        self.set_ruler_ns(round(min(a, b) * 1000), round(max(a, b) * 1000))
+        self.set_ruler_ns(round(min(a, b) * 1000), round(max(a, b) * 1000), finished)
+
+    def _update_range_panel(self, finished: bool) -> None:
+        """The range's figures, live while dragging unless the timeline is large."""
+        tl = self._timeline
+        if not self._ruler.isVisible() or tl is None:
+            return
+        if finished or len(tl) <= LIVE_LIMIT:
+            self.range_panel.show_range(tl, *self.ruler_ns())
 
     def _update_ruler_text(self) -> None:
         a, b = self._ruler.getRegion()

@@ -108,21 +108,31 @@ class DependencyArrowsItem(pg.GraphicsObject):
         painter.restore()
 
 
-def _swatch(colour: QColor, shape: str, dpr: float) -> QPixmap:
-    """A 16x12 legend sample: a filled box, an outline or a line."""
+def _swatch(colour: str, shape: str, dpr: float) -> QPixmap:
+    """A 16x12 legend sample: a filled box, stripes of a palette ("a,b,c"), an outline or a
+    line."""
     pm = QPixmap(round(16 * dpr), round(12 * dpr))
     pm.setDevicePixelRatio(dpr)
     pm.fill(Qt.GlobalColor.transparent)
     p = QPainter(pm)
+    if shape == "palette":  # one stripe per colour: kernels coloured by name
+        colours = [QColor(c) for c in colour.split(",")[:4]]
+        for i, c in enumerate(colours):
+            p.fillRect(QRectF(i * 16 / len(colours), 0, 16 / len(colours) + 0.5, 12), c)
+        p.setPen(QPen(colours[0].darker(130), 1))
+        p.drawRect(QRectF(0.5, 0.5, 15, 11))
+        p.end()
+        return pm
+    fill = QColor(colour)
     if shape == "box":
-        p.setPen(QPen(colour.darker(130), 1))
-        p.setBrush(colour)
+        p.setPen(QPen(fill.darker(130), 1))
+        p.setBrush(fill)
         p.drawRect(QRectF(0.5, 0.5, 15, 11))
     elif shape == "outline":
-        p.setPen(QPen(colour, 2))
+        p.setPen(QPen(fill, 2))
         p.drawRect(QRectF(1, 1, 14, 10))
     else:
-        p.setPen(QPen(colour, 2))
+        p.setPen(QPen(fill, 2))
         p.drawLine(QPointF(0, 6), QPointF(16, 6))
     p.end()
     return pm
@@ -155,7 +165,7 @@ class LegendBar(QWidget):
         self.entries = [e[0] for e in entries]
         for text, colour, shape in entries:
             swatch = QLabel()
-            swatch.setPixmap(_swatch(QColor(colour), shape, self.devicePixelRatioF()))
+            swatch.setPixmap(_swatch(colour, shape, self.devicePixelRatioF()))
             self._layout.addWidget(swatch)
             self._layout.addWidget(QLabel(text))
             self._layout.addSpacing(6)

@@ -7,6 +7,7 @@ Times are float microseconds relative to the timeline's ``t0``: absolute nanosec
 
 from __future__ import annotations
 
+import zlib
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -14,6 +15,15 @@ import numpy as np
 
 from swimlanes.model.document import OP_KINDS
 from swimlanes.timeline.timeline import NO_TIME, Timeline
+from swimlanes.ui.gantt.coverage import (  # noqa: F401 - re-exported: drawing code and tests
+    SHADE_LEVELS,
+    BarLod,
+    coverage_grid,
+    cull_bars,
+    cull_bars_shaded,
+    label_spans,
+    shade_runs,
+)
 from swimlanes.units import format_bytes
 
 HOST_ROW = "host"
@@ -135,32 +145,36 @@ def build_rows(
     tl: Timeline | None,
     layout: list[str] | None = None,
     stream_info: dict[str, dict[str, Any]] | None = None,
+    merge: dict[str, str] | None = None,
 ) -> ChartRows:
     """Lay a timeline out on rows; ``layout`` forces row order (extra rows go at the end).
 
     ``stream_info`` (name -> kind, priority) labels the stream rows; without it the
-    timeline's ``meta["streams"]`` is used when present.
+    timeline's ``meta["streams"]`` is used when present. ``merge`` draws the bars of a row
+    key on another row of ``layout`` (a collapsed group's summary row); a merged compute row
+    shows its kernels as bars there instead of SM occupancy.
     """
+    merge = merge or {}
     if tl is None:
         keys = list(layout or [])
         return ChartRows(None, keys, [row_title(k, stream_info) for k in keys])
     natural, compute_engine = timeline_row_keys(tl)
     keys = list(layout) if layout else []
-    keys += [k for k in natural if k not in keys]
+    keys += [k for k in natural if k not in keys and k not in merge]
     info = stream_info
     if info is None and isinstance(tl.meta.get("streams"), dict):
         info = tl.meta["streams"]
     out = ChartRows(tl, keys, [row_title(k, info) for k in keys], t0=tl.t0)
     index = {k: i for i, k in enumerate(keys)}
+    index.update({k: index[v] for k, v in merge.items() if v in index})
     n = len(tl)
     ops = np.arange(n, dtype=np.int32)
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     has_issue = (tl.issue_start != NO_TIME) & (tl.issue_end != NO_TIME)
-    host = np.full(n, index[HOST_ROW], np.int32)
-    parts.append(
-        (tl.issue_start[has_issue], tl.issue_end[has_issue], host[has_issue], ops[has_issue])
-    )
+    host = np.full(n, index.get(HOST_ROW, -1), np.int32)
+    sel = has_issue & (host >= 0)
+    parts.append((tl.issue_start[sel], tl.issue_end[sel], host[sel], ops[sel]))
 
     on_device = tl.on_device
     stream_map = np.array([index.get(stream_row(s), -1) for s in tl.stream_names] + [-1], np.int32)
@@ -173,11 +187,9 @@ def build_rows(
     ]
     engine_map = np.array([index.get(k, -1) for k in engine_keys] + [-1], np.int32)
     rows = engine_map[tl.engine]
-    sel = (
-        on_device
-        & (rows >= 0)
-        & (tl.engine != (compute_engine if compute_engine is not None else -2))
-    )
+    sel = on_device & (rows >= 0)
+    if compute_engine is not None and COMPUTE_ROW not in merge:
+        sel &= tl.engine != compute_engine  # drawn as SM occupancy instead
     parts.append((tl.start[sel], tl.end[sel], rows[sel], ops[sel]))
 
     starts = np.concatenate([p[0] for p in parts])
@@ -188,8 +200,8 @@ def build_rows(
     out.bar_row = np.concatenate([p[2] for p in parts])[order].astype(np.int32, copy=False)
     out.bar_op = np.concatenate([p[3] for p in parts])[order].astype(np.int32, copy=False)
     out.bar_kind = tl.kind[out.bar_op] if n else np.zeros(0, np.int8)
-    if COMPUTE_ROW in index:
-        out.compute_row = index[COMPUTE_ROW]
+    if COMPUTE_ROW in keys:
+        out.compute_row = keys.index(COMPUTE_ROW)
         _fill_occupancy(out, tl)
         if not len(tl.occupancy_time):
             out.titles[out.compute_row] = "Compute (kernels)"
@@ -229,61 +241,15 @@ class VisibleBars:
     kind: np.ndarray
 
 
-def cull_bars(
-    x0: np.ndarray,
-    x1: np.ndarray,
-    row: np.ndarray,
-    op: np.ndarray,
-    max_width: float,
-    view: tuple[float, float],
-    px_per_unit: float,
-    px_offset: float,
-    n_rows: int,
-    merge_below_px: float = 2.0,
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Bars of one colour (``x0`` sorted) that touch ``view``, mapped to pixel x.
+def label_colour_codes(labels: list[str], ops: np.ndarray, n_colours: int) -> np.ndarray:
+    """A stable colour number (0 to ``n_colours`` - 1) for each op in ``ops`` from its label.
 
-    Bars narrower than ``merge_below_px`` are painted into per-row pixel columns and merged
-    into runs, so a million bars cost at most a few rectangles per row and pixel column.
-    Returns (px0, px1, row, op) with op -1 for merged runs.
+    CRC-32 of the text, so a kernel keeps its colour across runs, charts and sessions
+    (Python's ``hash`` of a str changes per process); each distinct label is hashed once.
     """
-    lo = int(np.searchsorted(x0, view[0] - max_width, "left"))
-    hi = int(np.searchsorted(x0, view[1], "right"))
-    a, b, r, o = x0[lo:hi], x1[lo:hi], row[lo:hi], op[lo:hi]
-    keep = b >= view[0]
-    if not keep.all():
-        a, b, r, o = a[keep], b[keep], r[keep], o[keep]
-    p0 = a * px_per_unit + px_offset
-    p1 = b * px_per_unit + px_offset
-    narrow = (p1 - p0) < merge_below_px
-    if narrow.sum() < 256:
-        return p0, p1, r, o
-    wide = ~narrow
-    left = float(np.floor(p0[narrow].min()))
-    right = max(float(p1[narrow].max()), left + 1)
-    width = int(np.ceil(right - left)) + 2
-    if width > 1_000_000:  # not a sane screen; fall back to plain bars
-        return p0, p1, r, o
-    cov = np.zeros((n_rows, width + 1), np.int8)
-    c0 = np.floor(p0[narrow] - left).astype(np.int64) + 1
-    c1 = np.floor(p1[narrow] - left).astype(np.int64) + 1
-    rn = r[narrow]
-    cov[rn, c0] = 1
-    cov[rn, (c0 + c1) // 2] = 1
-    cov[rn, c1] = 1
-    cov[:, -1] = 0
-    cov[:, 0] = 0
-    d = np.diff(cov, axis=1)
-    sr, sc = np.nonzero(d == 1)
-    _, ec = np.nonzero(d == -1)
-    mp0 = sc + left
-    mp1 = ec + left
-    return (
-        np.concatenate([p0[wide], mp0]),
-        np.concatenate([p1[wide], mp1]),
-        np.concatenate([r[wide], sr.astype(r.dtype)]),
-        np.concatenate([o[wide], np.full(len(sr), -1, o.dtype)]),
-    )
+    texts = [labels[i] for i in ops.tolist()]
+    code = {t: zlib.crc32(t.encode("utf-8")) % max(n_colours, 1) for t in dict.fromkeys(texts)}
+    return np.fromiter(map(code.__getitem__, texts), np.int16, count=len(texts))
 
 
 # -- time formatting and ticks ------------------------------------------------------------------
@@ -400,64 +366,3 @@ def op_tooltip(tl: Timeline, op: int) -> str:
             text += f", {nbytes / (end - start):.1f} GB/s achieved"
         lines.append(text)
     return "\n".join(lines)
-
-
-class BarLod:
-    """Level-of-detail coverage of one colour's short bars, for zoomed-out paints.
-
-    Each row's short bars are painted once into a fine grid of time columns; coarser levels
-    OR pairs of columns. A paint that shows two or more columns per pixel reads a level
-    instead of the bars, so a full view of a million bars costs a few thousand cells, not a
-    pass over every bar. Bars at least ``LONG_COLS`` columns long stay exact (with labels).
-    """
-
-    COLS = 1 << 16
-    LONG_COLS = 4
-    MIN_BARS = 20_000
-
-    def __init__(self, x0: np.ndarray, x1: np.ndarray, row: np.ndarray, n_rows: int) -> None:
-        self.left = float(x0.min()) if len(x0) else 0.0
-        right = float(x1.max()) if len(x1) else 1.0
-        self.res = max((right - self.left) / self.COLS, 1e-9)
-        short = (x1 - x0) < self.LONG_COLS * self.res
-        self.long_idx = np.flatnonzero(~short)
-        if len(self.long_idx):
-            x0, x1, row = x0[short], x1[short], row[short]
-        c0 = np.minimum(((x0 - self.left) / self.res).astype(np.int64), self.COLS - 1)
-        c1 = np.minimum(((x1 - self.left) / self.res).astype(np.int64), self.COLS - 1)
-        base = row.astype(np.int64) * (self.COLS + 1)
-        # a difference array: +1 where a bar starts, -1 after it ends; covered where sum > 0
-        size = n_rows * (self.COLS + 1)
-        diff = np.bincount(base + c0, minlength=size) - np.bincount(base + c1 + 1, minlength=size)
-        cov = np.cumsum(diff.reshape(n_rows, self.COLS + 1), axis=1)[:, : self.COLS] > 0
-        level = cov
-        self.levels = [level]
-        while level.shape[1] > 512:
-            level = level.reshape(n_rows, -1, 2).any(axis=2)
-            self.levels.append(level)
-
-    def runs(
-        self, view: tuple[float, float], px_per_unit: float, px_offset: float
-    ) -> tuple[np.ndarray, np.ndarray, np.ndarray] | None:
-        """Pixel runs (px0, px1, row) of the short bars, or None when zoomed in too far."""
-        px_units = 1.0 / px_per_unit
-        k = int(np.floor(np.log2(px_units / (2 * self.res)))) if px_units > 0 else -1
-        if k < 0:
-            return None
-        k = min(k, len(self.levels) - 1)
-        level, res = self.levels[k], self.res * (1 << k)
-        lo = max(int((view[0] - self.left) / res) - 1, 0)
-        hi = min(int((view[1] - self.left) / res) + 2, level.shape[1])
-        if hi <= lo:
-            return np.zeros(0), np.zeros(0), np.zeros(0, np.int32)
-        px = np.floor((self.left + np.arange(lo, hi) * res) * px_per_unit + px_offset)
-        starts = np.flatnonzero(np.concatenate(([True], px[1:] != px[:-1])))
-        binned = np.logical_or.reduceat(level[:, lo:hi], starts, axis=1)
-        n_rows, n_px = binned.shape
-        padded = np.zeros((n_rows, n_px + 2), np.int8)
-        padded[:, 1:-1] = binned
-        d = np.diff(padded, axis=1)
-        sr, sc = np.nonzero(d == 1)
-        _, ec = np.nonzero(d == -1)
-        pxs = px[starts]
-        return pxs[sc], pxs[ec - 1] + 1.0, sr.astype(np.int32)

@@ -118,6 +118,8 @@ class ComparisonCharts(QWidget):
         box.addWidget(self.legend)
         box.addWidget(self.scroll_area, 1)
         self.measured_chart.plot_item.setXLink(self.simulated_chart.plot_item)
+        # collapsed groups and pinned rows are shared: both charts keep the same rows
+        self.measured_chart.share_row_groups_with(self.simulated_chart)
         self._simulated: Timeline | None = None
         self._measured: Timeline | None = None
         self._overlay = False
