@@ -177,6 +177,27 @@ def build_parser() -> argparse.ArgumentParser:
         "--json", action="store_true", help="print one JSON object (times in us) instead of text"
     )
 
+    p = sub.add_parser(
+        "import-trace",
+        help="rebuild a profiler trace, saved run or timeline as an editable pipeline",
+    )
+    p.add_argument(
+        "trace", help="PyTorch (Kineto) or Chrome trace, saved run or timeline (gzipped or not)"
+    )
+    p.add_argument(
+        "-o", "--output", required=True, metavar="PIPELINE.json", help="the pipeline to write"
+    )
+    p.add_argument(
+        "--run",
+        metavar="RUN.json",
+        help="also save the measurement, indexed to the pipeline's ops, for compare and the app",
+    )
+    p.add_argument(
+        "--device",
+        help="preset whose host call costs the replay assumes (default: the one compare would "
+        "choose for the trace's GPU and host)",
+    )
+
     p = sub.add_parser("run", help="run pipelines on the GPU and print the measured timelines")
     p.add_argument(
         "file",

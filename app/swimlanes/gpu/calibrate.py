@@ -447,9 +447,14 @@ def _gbps_at(table: list[list[float]], n: int) -> float:
 
 
 def preset_name(device: str) -> str:
-    """``h200`` for an NVIDIA H200, else a slug of the device name."""
-    if "H200" in device.upper():
-        return "h200"
+    """The built-in preset of a GPU by its name (``h200`` for an NVIDIA H200, ``a100`` for an
+    NVIDIA A100-SXM4-80GB, ``rtx4090`` for a GeForce RTX 4090), else a slug of the name."""
+    from swimlanes.engine import preset_names
+
+    packed = re.sub(r"[^A-Z0-9]+", "", device.upper())
+    for name in preset_names():
+        if name != "ideal" and name.upper() in packed:
+            return name
     return re.sub(r"[^a-z0-9]+", "-", device.lower()).strip("-") or "gpu"
 
 
@@ -537,7 +542,10 @@ def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str)
     from swimlanes.engine.presets import DevicePreset, get_preset
 
     name = preset_name(info.name)
-    fields = (get_preset("h200") if name == "h200" else DevicePreset(name=name)).to_dict()
+    from swimlanes.engine import preset_names
+
+    built_in = name in preset_names()
+    fields = (get_preset(name) if built_in else DevicePreset(name=name)).to_dict()
     table = measured["bandwidth_table"]
     fields.update(
         measured,

@@ -5,6 +5,7 @@ them."""
 
 from __future__ import annotations
 
+import functools
 import re
 from typing import Any
 
@@ -215,16 +216,39 @@ def _flow_index(ev: dict[str, Any]) -> int | None:
 
 
 _NO_EXTRA: dict[str, Any] = {}  # shared by every kernel and memset: never modified
+_MAX_DIM = 2**31 - 1
+
+
+def _dims(value: Any) -> int:
+    """Blocks of a ``grid`` or threads of a ``block`` ([x, y, z] in Kineto), 0 if not one."""
+    if not isinstance(value, list) or not 1 <= len(value) <= 3:
+        return 0
+    total = 1
+    for v in value:
+        if type(v) is not int or not 1 <= v <= _MAX_DIM:
+            return 0
+        total *= v
+    return total if total <= _MAX_DIM else 0
+
+
+@functools.lru_cache(maxsize=4096)
+def _kernel_shape(blocks: int, threads: int) -> dict[str, Any]:
+    """One shared (never modified) extra per distinct launch shape."""
+    return {"blocks": blocks, "threads": threads}
 
 
 def _gpu_kind(cat: str, name: str, args: dict[str, Any]) -> tuple[str | None, dict[str, Any]]:
     if cat == "kernel":
-        return "kernel", _NO_EXTRA
+        blocks, threads = _dims(args.get("grid")), _dims(args.get("block"))
+        return "kernel", _kernel_shape(blocks, threads) if blocks and threads else _NO_EXTRA
     if cat in ("gpu_memset", "memset"):
         return "memset", _NO_EXTRA
     if cat == "cuda_sync":
         kind = _SYNC_KINDS.get(str(args.get("cuda_sync_kind", name)).lower())
-        return kind, {"record_corr": hashable(args.get("wait_on_cuda_event_record_corr_id"))}
+        return kind, {
+            "record_corr": hashable(args.get("wait_on_cuda_event_record_corr_id")),
+            "record_stream": hashable(args.get("wait_on_stream")),
+        }
     m = _MEMCPY_RE.match(name)
     if not m:
         return None, _NO_EXTRA

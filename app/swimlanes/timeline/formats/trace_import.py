@@ -13,7 +13,11 @@ schedule (cudaMalloc, cudaFree, syncs, cudaEventRecord, cudaStreamWaitEvent,
 cudaLaunchHostFunc, and their driver API twins) become host-only rows. Rows are in host issue
 order, which is the program order of a single-threaded host. Copies are typed from the
 event name ("Memcpy HtoD (Pageable -> Device)"); pageable ones are listed in
-``meta["pageable_rows"]``. Flow events between two different rows become ``flow`` deps
+``meta["pageable_rows"]``; ``meta["calls"]`` names each row's runtime or driver call ("" for
+GPU work with none) and ``meta["kernel_shapes"]`` each kernel row's launch shape
+(``{"row": [blocks, threads]}``, where the trace gives grid and block);
+``meta["record_streams"]`` the stream each awaited event record was made on (``{"row":
+"stream 7"}``), from the waits that name it. Flow events between two different rows become ``flow`` deps
 (Kineto's ``ac2g`` flows only repeat the correlation ids, so they add none); a Kineto event
 wait that names its record becomes an ``event`` dep. Also opens our own exported Chrome
 traces (the measured process, else the first; :func:`load_timelines` gives every process),
@@ -195,6 +199,9 @@ class _Rows:
         self.corr_row: dict[Any, int] = {}
         self.pageable: list[int] = []
         self.waits: list[tuple[int, Any]] = []  # (row, correlation id of the awaited record)
+        self.calls: list[str] = []  # the runtime or driver call of each row ("" if none)
+        self.shapes: dict[int, tuple[int, int]] = {}  # kernel row -> (blocks, threads)
+        self.record_streams: dict[Any, tuple] = {}  # record correlation -> (device, stream)
 
     def add_gpu(self, sink: EventCollector, stream_id: dict, engine_id: dict) -> None:
         used = set()
@@ -207,6 +214,9 @@ class _Rows:
                 (kind, stream_id.get(skey, -1), engine, *issue, ts, ts + dur, nbytes, name)
             )
             self.threads.append((thread, (call[3], call[4]) if call else None))
+            self.calls.append(call[2] if call else "")
+            if "blocks" in extra:
+                self.shapes[row] = (extra["blocks"], extra["threads"])
             if call:
                 used.add(corr)
             if corr is not None:
@@ -215,6 +225,8 @@ class _Rows:
                 self.pageable.append(row)
             if extra.get("record_corr") is not None:
                 self.waits.append((row, extra["record_corr"]))
+                if type(extra.get("record_stream")) is int:
+                    self.record_streams[extra["record_corr"]] = (skey[0], extra["record_stream"])
         for key in sink.runtime_order:
             ts, dur, name, pid, tid = sink.runtime[key]
             kind = _HOST_CALLS.get(_CALL_SUFFIX.sub("", name))
@@ -223,6 +235,7 @@ class _Rows:
             self.corr_row[key] = len(self.rows)
             self.rows.append((kind, -1, -1, ts, ts + dur, NO_TIME, NO_TIME, 0, name))
             self.threads.append(((None, None), (pid, tid)))
+            self.calls.append(name)
 
 
 def _kineto_timeline(sink: EventCollector, top: dict[str, Any]) -> Timeline:
@@ -276,6 +289,15 @@ def _kineto_timeline(sink: EventCollector, top: dict[str, Any]) -> Timeline:
             "events": sink.count,
             "skipped_events": sink.skipped,
             "pageable_rows": sorted(int(new_row[r]) for r in t.pageable),
+            "calls": [t.calls[r] for r in order.tolist()],
+            "kernel_shapes": {
+                str(int(new_row[r])): list(shape) for r, shape in sorted(t.shapes.items())
+            },
+            "record_streams": {
+                str(int(new_row[t.corr_row[c]])): stream_name[key]
+                for c, key in t.record_streams.items()
+                if c in t.corr_row and key in stream_name
+            },
         },
     )
 

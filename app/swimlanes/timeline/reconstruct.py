@@ -1,0 +1,285 @@
+"""A measured timeline (a profiler trace, a capture) rebuilt as an editable pipeline.
+
+The pipeline replays the host program the timeline recorded, call by call in issue order:
+
+* **streams**: one per stream of the trace. A PyTorch (Kineto) trace's stream 7 is PyTorch's
+  default stream, the legacy default stream (``default``); every other stream is
+  ``non_blocking``, as PyTorch creates its side streams. Other traces: every stream is
+  ``blocking``.
+* **kernels** keep their measured device time (``duration_us``) and, where the trace gives
+  grid and block, their launch shape (``blocks``, ``threads``; else one block of 256 threads,
+  which shares the SMs as a small kernel would); **copies** their direction, bytes and host
+  memory (pageable where the trace says so, else pinned), and ``is_async: false`` when the
+  call was a synchronous ``cudaMemcpy``; **memsets** their bytes.
+* **events**: a wait or event sync whose record the trace names waits on that record's event
+  (``e<row>``); the record goes on the stream the trace says it was waited on, else on the
+  stream of the last GPU work issued before it. A wait whose record is unknown, or a record on
+  an unknown stream that nothing waits for, cannot be replayed and is left out (listed in the
+  notes).
+* **syncs** (stream, event, device), ``malloc`` and ``free`` as they were called.
+* **host time between calls** (the program's own work, and calls Swimlanes does not model) as
+  ``host`` ops: each gap longer than ``min_host_gap_us``; and the time of a call that does not
+  wait for the device but took over ``SLOW_CALL_US`` (a first ``cudaMalloc`` or ``cudaFree``
+  initialising the context, a ``cudaStreamCreate``), as a host op just before it.
+
+:func:`reconstruct` also returns the measurement re-indexed to the pipeline's program (host gap
+ops shift the indices; left-out rows get indices past the program), so that compare, the app's
+side-by-side view and a saved run line the two up op by op. Qt-free.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from swimlanes.model.document import DEFAULT_STREAM, MAX_NAME_CHARS, Op, Pipeline, Stream
+from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
+
+#: PyTorch's default stream in Kineto traces (the legacy default stream).
+KINETO_DEFAULT_STREAM = "stream 7"
+#: Host gaps shorter than this are the calls' own overhead, not program work.
+MIN_HOST_GAP_US = 2.0
+#: A call that does not wait for the device and took longer than this is kept as host time.
+SLOW_CALL_US = 100.0
+#: Calls that wait for the device: their measured time is the wait the model simulates.
+_WAITING_KINDS = ("stream_sync", "event_sync", "device_sync")
+#: A kernel's shape when the trace does not say: one block of 256 threads.
+UNKNOWN_SHAPE = (1, 256)
+
+_SYNC_COPY_CALLS = ("cudaMemcpy", "cuMemcpyHtoD", "cuMemcpyDtoH", "cuMemcpyDtoD", "cuMemcpy")
+_EVENT_DEP = DEP_KINDS.index("event")
+
+
+@dataclass
+class Reconstruction:
+    """The rebuilt pipeline, the measurement indexed to its program, and what was guessed or
+    left out (one line each, for the user)."""
+
+    pipeline: Pipeline
+    measured: Timeline
+    notes: list[str] = field(default_factory=list)
+
+
+def reconstruct(
+    tl: Timeline,
+    *,
+    name: str | None = None,
+    min_host_gap_us: float = MIN_HOST_GAP_US,
+    call_cost_ns: Callable[[str], int] | None = None,
+) -> Reconstruction:
+    """Rebuild ``tl``'s host program as a pipeline (see the module doc).
+
+    ``call_cost_ns(kind)``: what the simulator will charge the host for a call of that kind
+    (a preset's issue cost and call gap). With it, the rest of the measured time of a call
+    that does not wait for the device goes to a host op just before it, so that on that preset
+    the unedited pipeline's calls return when they did; without it, only host time between
+    calls (and slow calls) becomes host ops."""
+    builder = _Builder(tl, min_host_gap_us, call_cost_ns)
+    program = builder.program()
+    pipeline = Pipeline(
+        name=name or (f"{tl.name} (rebuilt)" if tl.name else "rebuilt from a trace"),
+        streams=builder.streams(),
+        program=program,
+    )
+    pipeline.extra["description"] = (
+        f"Rebuilt from a measured timeline of {len(tl)} ops"
+        f"{' on ' + tl.device if tl.device else ''}: kernels keep their measured time, "
+        "host time between calls became host ops."
+    )
+    return Reconstruction(pipeline, builder.measured(len(program)), _summarised(builder.notes))
+
+
+def _short(label: str) -> str:
+    """A label within the file format's limit (C++ kernel names run to hundreds of characters):
+    the start, which names the kernel, then an ellipsis."""
+    return label if len(label) <= MAX_NAME_CHARS else label[: MAX_NAME_CHARS - 1] + "\u2026"
+
+
+def _summarised(notes: list[str], keep: int = 3) -> list[str]:
+    """One line per kind of note: the first few rows, then how many more."""
+    by_what: dict[str, list[str]] = {}
+    for note in notes:
+        row, what = note.split(": ", 1)
+        by_what.setdefault(what, []).append(row.removeprefix("row "))
+    out = []
+    for what, rows in by_what.items():
+        more = f" and {len(rows) - keep} more" if len(rows) > keep else ""
+        out.append(f"{what} (rows {', '.join(rows[:keep])}{more})")
+    return out
+
+
+class _Builder:
+    def __init__(
+        self, tl: Timeline, min_host_gap_us: float, call_cost_ns: Callable[[str], int] | None
+    ) -> None:
+        self.tl = tl
+        self.call_cost_ns = call_cost_ns
+        self.min_gap_ns = round(min_host_gap_us * 1000)
+        self.slow_call_ns = round(SLOW_CALL_US * 1000)
+        self.kineto = tl.meta.get("trace_format") == "kineto"
+        self.calls: list[str] = list(tl.meta.get("calls") or [""] * len(tl))
+        self.shapes: dict[str, Any] = dict(tl.meta.get("kernel_shapes") or {})
+        self.pageable = {int(r) for r in tl.meta.get("pageable_rows", [])}
+        self.notes: list[str] = []
+        self.op_of_row: dict[int, int] = {}
+        self.record_of: dict[int, int] = {}  # consumer row -> record row
+        for s, d, k in zip(
+            tl.dep_src.tolist(), tl.dep_dst.tolist(), tl.dep_kind.tolist(), strict=True
+        ):
+            if k == _EVENT_DEP:
+                self.record_of[d] = s
+        self.waited = set(self.record_of.values())
+
+    # -- streams ----------------------------------------------------------------------------
+    def stream_of(self, row: int) -> str | None:
+        s = int(self.tl.stream[row])
+        if s < 0:
+            return None
+        name = self.tl.stream_names[s]
+        return DEFAULT_STREAM if self.kineto and name == KINETO_DEFAULT_STREAM else name
+
+    def streams(self) -> list[Stream]:
+        kind = "non_blocking" if self.kineto else "blocking"
+        return [
+            Stream(name, kind=kind)
+            for name in self.tl.stream_names
+            if not (self.kineto and name == KINETO_DEFAULT_STREAM)
+        ]
+
+    # -- the program ------------------------------------------------------------------------
+    def program(self) -> list[Op]:
+        tl = self.tl
+        when = np.where(tl.issue_start != NO_TIME, tl.issue_start, tl.start)
+        order = np.argsort(when, kind="stable").tolist()
+        program: list[Op] = []
+        free_from: int | None = None  # when the previous call returned
+        carry = 0  # host time too short for an op of its own, kept for the next one
+        last_stream: str | None = None
+        for row in order:
+            op = self.op_for(row, last_stream)
+            if op is None:
+                continue
+            begin = int(tl.issue_start[row])
+            if begin != NO_TIME and free_from is not None:
+                carry += begin - free_from
+            carry += self.excess_ns(row, op)
+            if carry > self.min_gap_ns:
+                program.append(Op("host", duration_us=round(carry / 1000.0, 3), label="host work"))
+                carry = 0
+            slow = self.slow_call_us(row, op) if self.call_cost_ns is None else 0.0
+            if slow:
+                program.append(
+                    Op("host", duration_us=slow, label=_short(f"{self.calls[row]} (slow call)"))
+                )
+            self.op_of_row[row] = len(program)
+            program.append(op)
+            if tl.issue_end[row] != NO_TIME:
+                free_from = int(tl.issue_end[row])
+            if tl.on_device[row] and op.stream is not None:
+                last_stream = op.stream
+        return program
+
+    def excess_ns(self, row: int, op: Op) -> int:
+        """With the simulated call costs known: how much longer this call took than the
+        simulation will charge for it, unless it waits for the device. The host op before the
+        call takes it, so that the call returns (and its work starts) when it did."""
+        tl = self.tl
+        if self.call_cost_ns is None or self.waits_for_device(op):
+            return 0
+        if tl.issue_start[row] == NO_TIME or tl.issue_end[row] == NO_TIME:
+            return 0
+        return int(tl.issue_end[row] - tl.issue_start[row]) - self.call_cost_ns(op.op)
+
+    @staticmethod
+    def waits_for_device(op: Op) -> bool:
+        return op.op in _WAITING_KINDS or op.is_async is False or op.host_memory == "pageable"
+
+    def slow_call_us(self, row: int, op: Op) -> float:
+        """The measured time of a call that does not wait for the device, when it is far
+        beyond what a call costs (a first cudaMalloc or cudaFree initialising the context): a
+        preset's call costs would drop it."""
+        tl = self.tl
+        if self.waits_for_device(op):
+            return 0.0
+        if tl.issue_start[row] == NO_TIME or tl.issue_end[row] == NO_TIME:
+            return 0.0
+        took = int(tl.issue_end[row] - tl.issue_start[row])
+        return round(took / 1000.0, 3) if took > self.slow_call_ns else 0.0
+
+    def op_for(self, row: int, last_stream: str | None) -> Op | None:
+        tl, kind = self.tl, self.tl.op_kind(row)
+        label = _short(tl.labels[row]) or None
+        stream = self.stream_of(row)
+        if kind == "kernel":
+            blocks, threads = self.shapes.get(str(row), UNKNOWN_SHAPE)
+            dur = max(0.001, round(int(tl.end[row] - tl.start[row]) / 1000.0, 3))
+            return Op("kernel", stream=stream, label=label, blocks=int(blocks),
+                      threads=int(threads), duration_us=dur)  # fmt: skip
+        if kind in ("h2d", "d2h", "d2d", "memset"):
+            return self.copy_op(row, kind, stream, label)
+        if kind == "event_record":
+            return self.record_op(row, stream, last_stream, label)
+        if kind in ("event_wait", "event_sync"):
+            return self.consumer_op(row, kind, stream, label)
+        if kind == "stream_sync" and stream is None:
+            self.notes.append(f"row {row}: a stream sync on an unknown stream")
+            return None
+        if kind in ("stream_sync", "device_sync", "malloc", "free"):
+            return Op(kind, stream=stream if kind == "stream_sync" else None, label=label)
+        self.notes.append(f"row {row}: a {kind} call, which is not replayed")
+        return None
+
+    def copy_op(self, row: int, kind: str, stream: str | None, label: str | None) -> Op:
+        nbytes = max(1, int(self.tl.bytes[row]))
+        if kind == "memset":
+            return Op("memset", stream=stream, label=label, bytes=nbytes)
+        op = Op(kind, stream=stream, label=label, bytes=nbytes)
+        if kind in ("h2d", "d2h"):
+            op.host_memory = "pageable" if row in self.pageable else "pinned"
+        if self.calls[row] in _SYNC_COPY_CALLS:
+            op.is_async = False
+        return op
+
+    def record_op(
+        self, row: int, stream: str | None, last_stream: str | None, label: str | None
+    ) -> Op | None:
+        if stream is None:
+            stream = self._waited_on_stream(row) or last_stream
+        if stream is None:
+            self.notes.append(f"row {row}: an event record on an unknown stream")
+            return None
+        return Op("event_record", stream=stream, label=label, event=f"e{row}")
+
+    def consumer_op(self, row: int, kind: str, stream: str | None, label: str | None) -> Op | None:
+        record = self.record_of.get(row)
+        if record is None or record not in self.op_of_row:
+            self.notes.append(f"row {row}: an {kind.replace('_', ' ')} on an unknown event")
+            return None
+        if kind == "event_wait" and stream is None:
+            self.notes.append(f"row {row}: an event wait on an unknown stream")
+            return None
+        return Op(kind, stream=stream if kind == "event_wait" else None, label=label,
+                  event=f"e{record}")  # fmt: skip
+
+    def _waited_on_stream(self, row: int) -> str | None:
+        waits = self.tl.meta.get("record_streams") or {}
+        name = waits.get(str(row))
+        if name is None:
+            return None
+        return DEFAULT_STREAM if self.kineto and name == KINETO_DEFAULT_STREAM else name
+
+    # -- the measurement, indexed to the program -----------------------------------------------
+    def measured(self, n_ops: int) -> Timeline:
+        out = self.tl.copy()
+        index, past = [], n_ops
+        for r in range(len(out)):
+            if r in self.op_of_row:
+                index.append(self.op_of_row[r])
+            else:
+                index.append(past)
+                past += 1
+        out.index = np.asarray(index, dtype=np.int64)
+        return out
