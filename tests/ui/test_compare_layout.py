@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from loading_helpers import open_measurement_now
-from PySide6.QtCore import QPoint, QRect, QSettings
+from PySide6.QtCore import QPoint, QRect, QSettings, Qt
 
 from swimlanes.resources import measurements_dir
 from swimlanes.ui.app import create_application
@@ -126,3 +126,24 @@ def test_closing_in_the_compare_layout_saves_the_editing_arrangement(qtbot, tmp_
     assert not again.actions.compare_layout.isChecked()
     # the dock heights come back; the lanes/program split is not saved, so about five lanes
     assert again.lanes.visible_lanes() >= 4.5
+
+
+def test_at_1728x972_the_table_and_insights_get_room_beside_the_charts(qtbot, tmp_path) -> None:
+    """The first-start window on a 1728x972 screen (90 %: 1555x875): below the charts the
+    table had one to three rows; beside them it has the dock's height."""
+    win = _window(qtbot, tmp_path)
+    win.resize(1555, 875)
+    qtbot.wait(30)
+    open_measurement_now(qtbot, win, str(measurements_dir() / "ping-pong.h200.json"))
+    qtbot.waitUntil(lambda: _assert_both_charts_show_whole(win), timeout=5000)
+    assert win.size().width() <= 1555  # the layout did not widen the window off the screen
+    view = win.table.view
+    rows_shown = view.viewport().height() / view.verticalHeader().defaultSectionSize()
+    assert rows_shown >= 10, rows_shown
+    assert win.bottom_tabs.width() >= 300
+    win.bottom_tabs.setCurrentWidget(win.insights)
+    lines = win.insights.height() / win.insights.fontMetrics().lineSpacing()
+    assert lines >= 10, lines
+    win.actions.compare_layout.trigger()  # editing again: the table goes back below the charts
+    qtbot.wait(50)
+    assert win.schedule_splitter.orientation() == Qt.Orientation.Vertical

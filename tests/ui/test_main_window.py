@@ -302,10 +302,12 @@ def test_a_measurement_of_another_program_is_shown_but_not_compared(window, qtbo
     assert window.charts.simulated_chart.flags() == []
 
 
-def test_layout_recent_files_and_device_persist(qtbot, tmp_path) -> None:
+def test_layout_recent_files_and_device_persist(qtbot, tmp_path, monkeypatch) -> None:
     win = make_window(qtbot, tmp_path)
     win.set_device("a100")
     win.toolbar.device.currentIndexChanged.emit(win.toolbar.device.currentIndex())
+    # the choice is also the document's device (an unsaved edit): closing asks about it
+    assert _answer(monkeypatch, Button.Discard) == [] and win.controller.is_dirty
     for i in range(12):
         f = tmp_path / f"p{i}.json"
         f.write_text("{}", encoding="utf-8")

@@ -34,7 +34,8 @@ def _timeline(durations_us: list[int], source: str) -> Timeline:
 
 
 def _column(name: str) -> int:
-    return [h for h, _, _ in COLUMNS].index(name)
+    """A column by its header without the unit ("Sim dur" for "Sim dur ({unit})")."""
+    return [h.split(" (")[0].split(":")[0] for h, _, _ in COLUMNS].index(name)
 
 
 def _shown(table: ComparisonTable, column: int) -> list[str]:
@@ -66,10 +67,10 @@ def test_flagged_rows_are_marked_tinted_and_filterable(qtbot) -> None:
     flag = _column("Flag")
     assert comparison.flagged_indexes[0] == 1
     model = table.model
-    assert model.index(1, flag).data() == "⚑"
+    assert model.index(1, flag).data() == "⚑ duration -67%"  # what is off, and by how much
     assert model.index(1, 0).data(Qt.ItemDataRole.BackgroundRole) is not None
     assert model.index(0, 0).data(Qt.ItemDataRole.BackgroundRole) is None
-    assert model.index(1, _column("Dur err %")).data() == "-66.7%"
+    assert model.index(1, _column("Dur err")).data() == "-66.7%"
     table.flagged_only.setChecked(True)
     assert set(_shown(table, _column("Label"))) == set(
         comparison.labels[i] for i in range(len(comparison)) if comparison.flagged[i]

@@ -31,23 +31,39 @@ from swimlanes.ui.selection_ranges import rows_selection
 
 _FLAG_TINT = QColor(213, 94, 0, 60)  # Okabe-Ito vermillion, translucent: readable in both themes
 
-# (header, key, tooltip)
+# (header, key, tooltip); "{unit}" is the table's time unit (us or ms, whichever reads best)
 COLUMNS: tuple[tuple[str, str, str], ...] = (
-    ("#", "index", "Position of the op in the host program"),
-    ("Op", "op", "CUDA call"),
-    ("Stream", "stream", "Stream the op was issued to"),
+    ("#", "index", "Position of the op in the host program (its index)"),
+    ("Op", "op", "The CUDA call"),
+    ("Stream", "stream", "The stream the op was issued to (empty: a host call)"),
     ("Label", "label", "The op's label"),
-    ("Sim start", "sim_start", "Simulated start, microseconds from the start of the run"),
-    ("Sim end", "sim_end", "Simulated end (us)"),
-    ("Sim dur", "sim_dur", "Simulated duration (us)"),
-    ("Meas start", "meas_start", "Measured start (us)"),
-    ("Meas end", "meas_end", "Measured end (us)"),
-    ("Meas dur", "meas_dur", "Measured duration (us)"),
-    ("Start err", "start_err", "Start error, model minus measurement (us)"),
-    ("Dur err %", "dur_err_pct", "Duration error relative to the measured duration"),
-    ("Flag", "flag", "Measured time differs from the model by more than the threshold"),
+    (
+        "Flag: what is off",
+        "flag",
+        "Flagged when the start or the duration differs from the model by more than the "
+        "threshold; says which, and by how much",
+    ),
+    (
+        "Start err ({unit})",
+        "start_err",
+        "Start error, model minus measurement ({unit}): positive when the model starts it later",
+    ),
+    (
+        "Dur err (%)",
+        "dur_err_pct",
+        "Duration error, model minus measurement, relative to the measured duration: "
+        "positive when the model takes longer",
+    ),
+    ("Sim start ({unit})", "sim_start", "Simulated start, {unit} from the start of the run"),
+    ("Sim end ({unit})", "sim_end", "Simulated end, {unit} from the start of the run"),
+    ("Sim dur ({unit})", "sim_dur", "Simulated duration ({unit})"),
+    ("Meas start ({unit})", "meas_start", "Measured start, {unit} from the start of the run"),
+    ("Meas end ({unit})", "meas_end", "Measured end, {unit} from the start of the run"),
+    ("Meas dur ({unit})", "meas_dur", "Measured duration ({unit}; the median of the runs)"),
 )
 _NUMERIC = {k for _, k, _ in COLUMNS} - {"op", "stream", "label", "flag"}
+#: At or past this many microseconds (10 ms) the table counts in ms.
+MS_FROM_US = 10_000.0
 
 
 def _us(values: np.ndarray) -> np.ndarray:
@@ -55,6 +71,31 @@ def _us(values: np.ndarray) -> np.ndarray:
     out = values.astype(np.float64) / 1000.0
     out[values == NO_TIME] = np.nan
     return out
+
+
+def _off_parts(c: Any) -> tuple[np.ndarray, np.ndarray]:
+    """Per row of a Comparison, whether its start and whether its duration break the flag rule
+    (swimlanes.timeline.compare: more than ``threshold`` of how far into the run it ends, or of
+    the longer duration, and more than ``min_abs_ns``); only flagged rows are asked."""
+    s_start, s_end, m_start, m_end = (
+        np.asarray(a, dtype=np.int64) for a in (c.sim_start, c.sim_end, c.meas_start, c.meas_end)
+    )
+    have = (s_start != NO_TIME) & (m_start != NO_TIME)
+    ends = (s_end != NO_TIME) & (m_end != NO_TIME)
+    both = have & ends
+    start_err = np.abs(np.where(have, s_start - m_start, 0))
+    position = np.maximum(np.where(ends, s_end, 0), np.where(ends, m_end, 0))
+    s_dur, m_dur = np.where(both, s_end - s_start, 0), np.where(both, m_end - m_start, 0)
+    dur_err = np.abs(s_dur - m_dur)
+    floor = c.min_abs_ns
+    start_off = have & (start_err > c.threshold * position) & (start_err > floor)
+    dur_off = both & (dur_err > c.threshold * np.maximum(s_dur, m_dur)) & (dur_err > floor)
+    flagged = np.asarray(c.flagged, dtype=bool)
+    # a row the rule flagged on a wider noise floor than min_abs_ns: name what is further off
+    neither = flagged & ~start_off & ~dur_off
+    start_off |= neither & (start_err >= dur_err)
+    dur_off |= neither & (dur_err > start_err)
+    return start_off & flagged, dur_off & flagged
 
 
 class ComparisonTableModel(QAbstractTableModel):
@@ -67,6 +108,10 @@ class ComparisonTableModel(QAbstractTableModel):
         super().__init__(parent)
         self._cols: dict[str, Any] = {}
         self._flagged = np.zeros(0, dtype=bool)
+        self._start_off = np.zeros(0, dtype=bool)
+        self._dur_off = np.zeros(0, dtype=bool)
+        #: Time unit of the time columns: "us", or "ms" for runs of 10 ms or more.
+        self.unit = "us"
         self._flagged_only = False
         self._sort: tuple[int, Qt.SortOrder] = (0, Qt.SortOrder.AscendingOrder)
         self._order = np.zeros(0, dtype=np.int64)
@@ -92,6 +137,7 @@ class ComparisonTableModel(QAbstractTableModel):
             start_err=_us(np.asarray(c.start_error_ns)),
             dur_err_pct=100.0 * np.asarray(c.duration_error, dtype=np.float64),
             flagged=np.asarray(c.flagged, dtype=bool),
+            off=_off_parts(c),
         )
 
     def set_timeline(self, timeline: Timeline | None) -> None:
@@ -126,6 +172,13 @@ class ComparisonTableModel(QAbstractTableModel):
     def _set(self, **cols: Any) -> None:
         self.beginResetModel()
         self._flagged = cols.pop("flagged", np.zeros(0, dtype=bool))
+        none = np.zeros(len(self._flagged), dtype=bool)
+        self._start_off, self._dur_off = cols.pop("off", (none, none))
+        latest = max(
+            (float(np.nanmax(np.abs(cols[k]))) for k in ("sim_end", "meas_end") if _any(cols, k)),
+            default=0.0,
+        )
+        self.unit = "ms" if latest >= MS_FROM_US else "us"
         self._cols = cols
         self._order = self._sorted_rows()
         self.endResetModel()
@@ -182,6 +235,67 @@ class ComparisonTableModel(QAbstractTableModel):
         hits = np.flatnonzero(self._cols["index"][self._order] == program_index)
         return int(hits[0]) if len(hits) else None
 
+    def off_text(self, row: int) -> str:
+        """What is off in data row ``row`` ("" unless flagged): the start, the duration, or
+        both, and by how much (model minus measurement)."""
+        if not self._flagged[row]:
+            return ""
+        parts = []
+        if self._start_off[row]:
+            parts.append(
+                f"start {self._time_text(float(self._cols['start_err'][row]), '+')} {self.unit}"
+            )
+        if self._dur_off[row]:
+            pct = float(self._cols["dur_err_pct"][row])
+            parts.append("duration " + ("" if math.isnan(pct) else f"{pct:+.0f}%"))
+        return "⚑ " + ", ".join(parts)
+
+    def off_tooltip(self, row: int) -> str:
+        """The flag as a sentence (the flag column's tooltip)."""
+        if not self._flagged[row]:
+            return "Within the threshold: not flagged"
+        sentences = []
+        if self._start_off[row]:
+            err = float(self._cols["start_err"][row])
+            when = "later" if err > 0 else "earlier"
+            size = self._time_text(abs(err), "")
+            sentences.append(f"The model starts it {size} {self.unit} {when} than measured.")
+        if self._dur_off[row]:
+            pct = float(self._cols["dur_err_pct"][row])
+            sim, meas = (
+                self._time_text(float(self._cols[k][row]), "") for k in ("sim_dur", "meas_dur")
+            )
+            longer = "longer" if pct > 0 else "shorter"
+            sentences.append(
+                f"The model's duration is {abs(pct):.0f}% {longer}: {sim} {self.unit} simulated, "
+                f"{meas} {self.unit} measured."
+            )
+        return " ".join(sentences)
+
+    def _time_text(self, us: float, sign: str) -> str:
+        """A time in microseconds, in the table's unit."""
+        if math.isnan(us):
+            return ""
+        value = us / 1000.0 if self.unit == "ms" else us
+        return f"{value:{sign},.3f}"
+
+    def column_samples(self, column: int) -> list[str]:
+        """Texts as wide as the widest of this column (for sizing it): every value of
+        number columns has its width from the extremes; text columns from their first rows."""
+        key = COLUMNS[column][1]
+        if key == "index":
+            return [str(int(np.max(self._cols["index"])))] if _any(self._cols, "index") else []
+        if key in _NUMERIC:
+            values = np.asarray(self._cols.get(key, ()), dtype=np.float64)
+            values = values[~np.isnan(values)]
+            if not len(values):
+                return []
+            return [self._format(key, float(v)) for v in (values.min(), values.max())]
+        rows = self._order[:200]
+        if key == "flag":
+            return [self.off_text(int(r)) for r in np.flatnonzero(self._flagged)[:200]]
+        return [str(self._cols[key][int(r)]) for r in rows]
+
     def flagged_count(self) -> int:
         return int(self._flagged.sum())
 
@@ -196,9 +310,9 @@ class ComparisonTableModel(QAbstractTableModel):
         if orientation != Qt.Orientation.Horizontal:
             return None
         if role == Qt.ItemDataRole.DisplayRole:
-            return COLUMNS[section][0]
+            return COLUMNS[section][0].format(unit=self.unit)
         if role == Qt.ItemDataRole.ToolTipRole:
-            return COLUMNS[section][2]
+            return COLUMNS[section][2].format(unit=self.unit)
         return None
 
     def data(self, index: QModelIndex | QPersistentModelIndex, role: int = 0) -> Any:
@@ -209,21 +323,36 @@ class ComparisonTableModel(QAbstractTableModel):
             return self._display(row, key)
         if role == Qt.ItemDataRole.BackgroundRole and self._flagged[row]:
             return _FLAG_TINT
+        if role == Qt.ItemDataRole.ToolTipRole and key == "flag":
+            return self.off_tooltip(row)
         if role == Qt.ItemDataRole.TextAlignmentRole and key in _NUMERIC:
             return int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
         return None
 
     def _display(self, row: int, key: str) -> str:
         if key == "flag":
-            return "⚑" if self._flagged[row] else ""
+            return self.off_text(row)
         if key == "index":
             return str(int(self._cols["index"][row]))
         value = self._cols[key][row]
         if key not in _NUMERIC:
             return str(value)
+        return self._format(key, float(value))
+
+    def _format(self, key: str, value: float) -> str:
         if math.isnan(value):
             return ""
-        return f"{value:+.1f}%" if key == "dur_err_pct" else f"{value:,.3f}"
+        if key == "dur_err_pct":
+            return f"{value:+.1f}%"
+        return self._time_text(value, "+" if key == "start_err" else "")
+
+
+def _any(cols: dict[str, Any], key: str) -> bool:
+    """Whether column ``key`` has a value that is not missing."""
+    values = cols.get(key)
+    if values is None or not len(values):
+        return False
+    return bool(np.any(~np.isnan(np.asarray(values, dtype=np.float64))))
 
 
 class ComparisonTable(QWidget):
@@ -244,8 +373,6 @@ class ComparisonTable(QWidget):
         self.view.verticalHeader().setDefaultSectionSize(22)
         header = self.view.horizontalHeader()
         header.setStretchLastSection(True)
-        # Widths from the first rows only: measuring every cell took a second at 1,000 ops.
-        header.setResizeContentsPrecision(50)
         # A header paints each section asking whether its neighbours' whole columns are selected,
         # which walks every row (260,000 calls into the model, 0.2 s, after Select All of 10,000
         # ops). The headers get a selection model of their own that stays empty.
@@ -257,6 +384,7 @@ class ComparisonTable(QWidget):
         self.flagged_only = QCheckBox("Flagged only", self)
         self.flagged_only.toggled.connect(self._on_flagged_only)
         self.summary = QLabel(self)
+        self.summary.setWordWrap(True)  # beside the charts the table may be narrow
         top = QHBoxLayout()
         top.addWidget(self.summary, 1)
         top.addWidget(self.flagged_only)
@@ -265,7 +393,8 @@ class ComparisonTable(QWidget):
         layout.addLayout(top)
         layout.addWidget(self.view)
         self._syncing = False
-        self._sized = False
+        #: Per column, the width its contents needed when last sized (columns only widen).
+        self._needed = [0] * len(COLUMNS)
         self._update_summary(None)
 
     def set_comparison(self, comparison: Any) -> None:
@@ -280,11 +409,27 @@ class ComparisonTable(QWidget):
         self._after_reset(None, keep, note)
 
     def _after_reset(self, comparison: Any, selection: list[int], note: str = "") -> None:
-        if not self._sized and self.model.rowCount():
-            self.view.resizeColumnsToContents()
-            self._sized = True
+        self._fit_columns()
         self._update_summary(comparison, note)
         self.set_selection(selection)
+
+    def _fit_columns(self) -> None:
+        """Widen each column to its header and its widest value (every index in full), from
+        the values' extremes rather than by measuring cells (a second at 1,000 ops). A column
+        only widens when its contents grew, so a width the user set stays."""
+        header = self.view.horizontalHeader()
+        text = self.view.fontMetrics()
+        bold = header.fontMetrics()
+        for column in range(len(COLUMNS)):
+            title = self.model.headerData(column, Qt.Orientation.Horizontal, 0)
+            widths = [bold.horizontalAdvance(title) + 28]  # + the sort arrow
+            widths += [text.horizontalAdvance(t) + 16 for t in self.model.column_samples(column)]
+            needed = max(widths)
+            if needed > self._needed[column]:
+                first = self._needed[column] == 0
+                self._needed[column] = needed
+                width = needed if first else max(needed, header.sectionSize(column))
+                self.view.setColumnWidth(column, width)
 
     def _update_summary(self, comparison: Any, note: str = "") -> None:
         n = len(self.model._cols.get("index", ()))  # noqa: SLF001 - same module

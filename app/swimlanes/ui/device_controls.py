@@ -3,11 +3,15 @@ preset files), and runs on the GPU in a child process with live partial results.
 
 from __future__ import annotations
 
+import weakref
+from collections.abc import Callable
 from pathlib import Path
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel
 
+from swimlanes.model.document import Pipeline
+from swimlanes.model.edits import Edit
 from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui import dialogs
 from swimlanes.ui.actions import CHOOSE_PRESET_FILE, add_device_item, fill_device_combo
@@ -22,6 +26,46 @@ NO_GPU_REASON = (
     "No CUDA GPU was found on this machine, so Run on GPU is off. Simulation still works, and "
     "File > Open measurement shows a measured run (the examples ship one each)."
 )
+
+
+#: The pipeline file's key for the device preset it is meant for (docs/file-format.md).
+DEVICE_KEY = "device"
+
+
+class SetDevice(Edit):
+    """Choose the document's device preset (its ``device`` key): an undoable edit, so that
+    the choice is saved with the file, marks it unsaved, and undo puts the list back.
+
+    ``show(device)`` makes the device list and the simulation follow on undo and redo.
+    """
+
+    def __init__(self, device: str, shown_before: str, show: Callable[[str], object]) -> None:
+        super().__init__()
+        self.device = device
+        self.shown_before = shown_before
+        self._before: str | None = None
+        self._show = weakref.WeakMethod(show) if hasattr(show, "__self__") else lambda: show
+        self._text = f"Simulate on {device}"
+
+    def _do(self, pipeline: Pipeline) -> None:
+        self._before = pipeline.extra.get(DEVICE_KEY)
+        pipeline.extra[DEVICE_KEY] = self.device
+        self._follow(self.device)
+
+    def _undo(self, pipeline: Pipeline) -> None:
+        if self._before is None:
+            pipeline.extra.pop(DEVICE_KEY, None)
+        else:
+            pipeline.extra[DEVICE_KEY] = self._before
+        self._follow(self.shown_before)
+
+    def _touched(self) -> list:
+        return []  # no op changes: nothing to validate
+
+    def _follow(self, device: str) -> None:
+        show = self._show()
+        if show is not None:
+            show(device)
 
 
 class DeviceControls:
@@ -102,7 +146,22 @@ class DeviceControls:
             combo.setToolTip(str(combo.itemData(index, Qt.ItemDataRole.ToolTipRole)))
             self._device_index = index
         self.settings.set_last_device(device)
+        shown_before = str(self.sim_runner.device)
         self.sim_runner.set_device(device)
+        if self.controller.pipeline.extra.get(DEVICE_KEY) != device:
+            # the document remembers the choice (saved in its file, and in the recovery copy)
+            self.controller.push(SetDevice(device, shown_before, self._show_document_device))
+
+    def _show_document_device(self, device: str) -> None:
+        """Undo or redo of a device choice: the list and the simulation follow."""
+        if device != str(self.sim_runner.device):
+            self.set_device(device)
+
+    def use_document_device(self, pipeline: Pipeline, *, simulate: bool = False) -> None:
+        """Simulate on the device a document names (opened or recovered), if it names one."""
+        device = pipeline.extra.get(DEVICE_KEY)
+        if isinstance(device, str) and device:
+            self.set_device(device, simulate=simulate)
 
     def _choose_preset_file(self) -> str | None:
         from swimlanes.engine import get_preset

@@ -221,9 +221,7 @@ class FileHandling:
         # A measurement still loading was asked for the document that is being replaced.
         self.measurement_task.cancel()  # type: ignore[attr-defined]
         self.set_measured(None)  # type: ignore[attr-defined]
-        device = pipeline.extra.get("device")
-        if isinstance(device, str):
-            self.set_device(device, simulate=False)  # type: ignore[attr-defined]
+        self.use_document_device(pipeline)  # type: ignore[attr-defined]
         self.controller.set_pipeline(pipeline, path)
         self.sim_runner.simulate_now()
         self.charts.fit_all()

@@ -390,6 +390,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         if not dialogs.ask_restore_recovery(self, saved_at, original):
             discard_recovery(path)
             return False
+        self.use_document_device(pipeline)  # the device chosen before the crash
         self.controller.set_pipeline(pipeline, original)
         self.controller.undo_stack.resetClean()  # restored work is unsaved until saved
         self.update_title()

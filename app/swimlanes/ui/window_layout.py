@@ -26,6 +26,14 @@ DOCK_TITLE_PX = 24
 #: Compare layout: the editor keeps this many lanes and host-program lines in view.
 COMPARE_LANES = 2
 COMPARE_PROGRAM_LINES = 2
+#: Compare layout: the comparison table and insights sit right of the charts with this share
+#: of the width, within these bounds (px): below the charts they got one to three lines at
+#: 1728x972, beside them they get the dock's whole height. A window too narrow for the charts
+#: and the least width keeps them below.
+COMPARE_TABS_SHARE = 0.36
+COMPARE_TABS_WIDTH = (340, 720)
+#: The least width the charts take beside the table (their legend's line, about 1,190 px).
+COMPARE_CHARTS_WIDTH = 1200
 
 
 def first_start_size(available: QSize) -> QSize:
@@ -75,21 +83,27 @@ def compare_layout(window: Any) -> None:  # noqa: ANN401 - a MainWindow
     """Arrange a laid-out ``window`` to compare a simulated and a measured run.
 
     The editor shrinks to COMPARE_LANES lanes and COMPARE_PROGRAM_LINES program lines; the
-    schedule dock gets the rest: the charts first (every row of both at least their minimum
-    row height, time axes in view), then the table strip up to TABS_MAX_PX (on a short screen
-    down to its tab bar and note), and any height left makes the charts' rows taller. Charts
-    with more rows than fit scroll; the editor keeps its lanes.
+    schedule dock gets the rest. In it the comparison table and insights move beside the
+    charts (COMPARE_TABS_SHARE of the width), so that they have the dock's whole height, and
+    the charts have it too: every row of both at least their minimum row height, time axes in
+    view, any height left making the rows taller. Charts with more rows than fit scroll; the
+    editor keeps its lanes.
     """
     editor = window.centralWidget()
     assert isinstance(editor, QSplitter)
     dock, splitter = window.schedule_dock, window.schedule_splitter
     dock.show()
+    # the charts' least width grows once their legend and rows are filled in (a turn later)
+    charts_least = max(splitter.widget(0).minimumSizeHint().width(), COMPARE_CHARTS_WIDTH)
+    beside = splitter.width() - splitter.handleWidth() - charts_least >= COMPARE_TABS_WIDTH[0]
+    if beside:
+        splitter.setOrientation(Qt.Orientation.Horizontal)
     window.charts.share_height_equally()
     charts_h = window.summary.sizeHint().height() + window.charts.height_for_all_rows() + 2
     tabs = window.bottom_tabs
-    # the table's own minimum (a few rows) would push the charts off a short screen
+    # below the charts, the table's own minimum (a few rows) would push them off a short screen
     tabs_least = tabs.tabBar().sizeHint().height() + 2 * tabs.fontMetrics().height() + 12
-    tabs.setMinimumHeight(tabs_least)
+    tabs.setMinimumHeight(0 if beside else tabs_least)
     if not dock.isFloating():  # a floating dock's height is the user's: only share it out
         lanes_h = window.lanes.height_for_lanes(COMPARE_LANES)
         program = window.program_panel
@@ -102,6 +116,12 @@ def compare_layout(window: Any) -> None:  # noqa: ANN401 - a MainWindow
         window.layout().activate()  # the splitters below share out the new heights
         # the lanes keep their few rows; the program panel below takes what the editor has left
         editor.setSizes([lanes_h, editor.height() - lanes_h - editor.handleWidth()])
+    if beside:
+        inside = splitter.width() - splitter.handleWidth()
+        low, high = COMPARE_TABS_WIDTH
+        tabs_w = max(low, min(high, int(COMPARE_TABS_SHARE * inside), inside - charts_least))
+        splitter.setSizes([inside - tabs_w, tabs_w])
+        return
     inside = splitter.height() - splitter.handleWidth()
     tabs_h = max(tabs_least, min(TABS_MAX_PX, inside - charts_h))
     splitter.setSizes([inside - tabs_h, tabs_h])
@@ -120,6 +140,7 @@ def save_arrangement(window: Any) -> dict[str, Any]:  # noqa: ANN401 - a MainWin
 def restore_arrangement(window: Any, saved: dict[str, Any] | None) -> None:  # noqa: ANN401
     """Put back what save_arrangement saved; the first-start layout if the window was resized
     in between (the old pixel sizes would no longer add up)."""
+    window.schedule_splitter.setOrientation(Qt.Orientation.Vertical)  # the tabs below again
     window.bottom_tabs.setMinimumHeight(0)  # the table keeps a few rows again (its own minimum)
     if saved is None or saved["window"] != window.size():
         default_layout(window)
