@@ -164,7 +164,6 @@ def test_back_and_forward_walk_the_zoom_history(charts) -> None:
     charts.set_selection([4])
     QTest.keyClick(plot, Qt.Key.Key_F)
     at_selection = charts.x_range_ns()
-    charts.navigation._settle.stop()  # as if the user paused
     charts.measured_chart.set_ruler_ns(100 * US, 120 * US)
     QTest.keyClick(plot, Qt.Key.Key_Z)
     at_ruler = charts.x_range_ns()
@@ -177,6 +176,22 @@ def test_back_and_forward_walk_the_zoom_history(charts) -> None:
     assert charts.x_range_ns() == pytest.approx(at_selection, abs=2)
     QTest.keyClick(plot, Qt.Key.Key_Right, ALT)
     assert charts.x_range_ns() == pytest.approx(at_ruler, abs=2)
+
+
+def test_keys_pressed_in_a_row_are_one_entry_but_f_is_its_own(charts) -> None:
+    plot = charts.simulated_chart.plot_widget
+    start = charts.x_range_ns()
+    for key in (Qt.Key.Key_W, Qt.Key.Key_W, Qt.Key.Key_D):
+        QTest.keyClick(plot, key)
+    after_keys = charts.x_range_ns()
+    charts.set_selection([0])
+    QTest.keyClick(plot, Qt.Key.Key_F)  # at once, no pause: still an entry of its own
+    QTest.keyClick(plot, Qt.Key.Key_S)  # and the next key starts another
+    QTest.keyClick(plot, Qt.Key.Key_Backspace)
+    QTest.keyClick(plot, Qt.Key.Key_Backspace)
+    assert charts.x_range_ns() == pytest.approx(after_keys, abs=2)
+    QTest.keyClick(plot, Qt.Key.Key_Backspace)
+    assert charts.x_range_ns() == pytest.approx(start, abs=2)
 
 
 def test_a_burst_of_wheel_steps_is_one_history_entry(charts, qtbot) -> None:

@@ -164,9 +164,20 @@ class ChartNavigation(QObject):
             self.history_changed.emit()
         self._settle.start()
 
-    def _show_by_user(self, view: Range) -> None:
-        self._note_user_change(self.charts.x_range_ns())
+    def _show_by_user(self, view: Range, coalesce: bool = False) -> None:
+        """Show ``view`` as a user zoom. A single action (F, Z, fit all) is always its own
+        history entry, and the next wheel spin or key burst starts another; ``coalesce``
+        joins a run of them instead (stepping through search matches)."""
+        if coalesce:
+            self._note_user_change(self.charts.x_range_ns())
+        else:
+            self._record_now()
         self.charts.set_x_range_by_user(*view)
+
+    def _record_now(self) -> None:
+        self.history.record(self.charts.x_range_ns())
+        self._settle.stop()
+        self.history_changed.emit()
 
     def clear_history(self) -> None:
         """Forget the zooms (another document)."""
@@ -214,7 +225,7 @@ class ChartNavigation(QObject):
 
     def fit_all(self) -> None:
         """Show everything (a user zoom: back returns to the view before)."""
-        self._note_user_change(self.charts.x_range_ns())
+        self._record_now()
         self.charts.fit_all()
 
     def zoom_to_selection(self) -> bool:
@@ -268,7 +279,7 @@ class ChartNavigation(QObject):
         else:
             c = (lo + hi) / 2
             view = round(c - width / 2), round(c + width / 2)
-        self._show_by_user(view)
+        self._show_by_user(view, coalesce=True)
 
     # -- keys -------------------------------------------------------------------------------
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:  # noqa: N802 - Qt override
