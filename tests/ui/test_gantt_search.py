@@ -278,3 +278,31 @@ def test_ctrl_f_from_the_editor_finds_ops_and_selects_them_in_the_editor(window,
     QTest.keyClick(window, Qt.Key.Key_F3)
     assert window.controller.selected_indexes() != chosen
     assert search.bar.count_label.text() == f"2 of {len(kernels)}"
+
+
+def test_collapsing_a_row_group_keeps_the_matches_and_the_filter(charts, qtbot) -> None:
+    _search(qtbot, charts, "copy")
+    charts.search.set_filter(True)
+    sim = charts.simulated_chart
+    assert sim.search_marks().match_bar_count() == 9
+    sim.set_group_collapsed("streams", True)  # one summary row for s1 and s2
+    assert len(sim.rows()) < 7
+    marks = sim.search_marks()
+    assert marks.match_bar_count() == 9 and marks.is_dimming()
+    assert charts.search.bar.count_label.text() == "3 matches"
+
+
+def test_the_filter_keeps_kernels_in_their_colours_by_name(charts, qtbot) -> None:
+    sim = charts.simulated_chart
+    sim.set_kernels_by_name(True)
+    _search(qtbot, charts, "kind:kernel")
+    probe = sim.viewport_pos_of(110 * US, sim.rows().index("stream:s1")).toPoint()  # "square"
+
+    def colour_at() -> tuple[int, int, int]:
+        sim.plot_widget.viewport().repaint()
+        c = sim.plot_widget.viewport().grab().toImage().pixelColor(probe)
+        return c.red(), c.green(), c.blue()
+
+    before = colour_at()
+    charts.search.set_filter(True)
+    assert colour_at() == before

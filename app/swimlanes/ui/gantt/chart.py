@@ -87,7 +87,7 @@ class GanttChart(RowGroupsMixin, QWidget):
         self._overlay = GanttBarsItem(outline_only=True)
         self._overlay.setZValue(5)
         self._arrows = DependencyArrowsItem()
-        self._matches = SearchMarksItem()  # search results, above the bars and the overlay
+        self._matches = SearchMarksItem(self._bars)  # search results, above the bars
         self._matches.setZValue(10)
         self._cursor = pg.InfiniteLine(angle=90, movable=False)
         self._cursor.setZValue(30)
