@@ -350,7 +350,12 @@ class FileHandling:
         return self._export(
             path,
             lambda: export_image(
-                path, self.simulated, self.measured, title=self.document_name(), x_range_ns=x_range
+                path,
+                self.simulated,
+                self.measured,
+                title=self.document_name(),
+                x_range_ns=x_range,
+                pipeline_name=self.controller.pipeline.name,
             ),
         )
 

@@ -36,7 +36,14 @@ from swimlanes.ui.gantt.bars import (
     legend_entries,
     op_label_getter,
 )
-from swimlanes.ui.gantt.rows import ChartRows, build_rows, nice_ticks, tick_label, time_unit
+from swimlanes.ui.gantt.rows import (
+    ChartRows,
+    build_rows,
+    format_duration,
+    nice_ticks,
+    tick_label,
+    time_unit,
+)
 from swimlanes.ui.gantt.side_by_side import measured_title, simulated_title, union_rows
 from swimlanes.ui.style import CATEGORY_COLOUR
 
@@ -53,6 +60,7 @@ MARGIN = 16.0
 ROW_H = 26.0
 AXIS_H = 36.0
 TITLE_H = 30.0
+CAPTION_H = 22.0
 LEGEND_H = 24.0
 SUBTITLE_H = 24.0
 CHART_GAP = 14.0
@@ -97,9 +105,11 @@ class _Page:
         title: str,
         x_range_ns: tuple[int, int] | None,
         stream_info: dict[str, dict] | None = None,
+        caption: str = "",
     ) -> None:
         self.width = float(width)
         self.title = title
+        self.caption = caption
         self.font = QFont()
         self.font.setPixelSize(12)
         self.small = QFont(self.font)
@@ -131,7 +141,8 @@ class _Page:
         else:
             self.x_ns = (-span * 0.01, span * 1.01)
         self.legend = self._legend_entries(simulated, measured)
-        y = MARGIN + (TITLE_H if title else 0.0) + (LEGEND_H if self.legend else 0.0)
+        y = MARGIN + (TITLE_H if title else 0.0) + (CAPTION_H if caption else 0.0)
+        y += LEGEND_H if self.legend else 0.0
         for c in self.charts:
             c.top = y
             y += c.height + CHART_GAP
@@ -165,6 +176,17 @@ def _draw_page(painter: QPainter, page: _Page) -> int:
             page.title,
         )
         y += TITLE_H
+    if page.caption:
+        painter.setFont(page.font)
+        painter.setPen(TEXT)
+        painter.drawText(
+            QRectF(MARGIN, y, page.width - 2 * MARGIN, CAPTION_H),
+            Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+            QFontMetricsF(page.font).elidedText(
+                page.caption, Qt.TextElideMode.ElideRight, page.width - 2 * MARGIN
+            ),
+        )
+        y += CAPTION_H
     if page.legend:
         _draw_legend(painter, page, y)
     return sum(_draw_chart(painter, page, c) for c in page.charts)
@@ -245,6 +267,22 @@ def _draw_time_axis(painter: QPainter, page: _Page, plot: QRectF) -> None:
     painter.drawText(QPointF(plot.center().x() - w / 2, plot.bottom() + 8 + 2 * fm.height()), label)
 
 
+def caption_line(pipeline_name: str, simulated: Timeline | None, measured: Timeline | None) -> str:
+    """What an exported image says under its title: the pipeline, each device and makespan,
+    and with a measurement the model's makespan error (model minus measurement)."""
+    parts = [pipeline_name] if pipeline_name else []
+    if simulated is not None:
+        device = simulated.device or "an unknown device"
+        parts.append(f"simulated on {device}: makespan {format_duration(simulated.makespan_ns)}")
+    if measured is not None:
+        device = measured.device or "an unknown device"
+        parts.append(f"measured on {device}: makespan {format_duration(measured.makespan_ns)}")
+    if simulated is not None and measured is not None and measured.makespan_ns > 0:
+        error = (simulated.makespan_ns - measured.makespan_ns) / measured.makespan_ns
+        parts.append(f"model error {100 * error:+.1f}%")
+    return " · ".join(parts)
+
+
 def export_image(
     path: str | os.PathLike[str],
     simulated: Timeline | None,
@@ -254,9 +292,13 @@ def export_image(
     title: str = "",
     x_range_ns: tuple[int, int] | None = None,
     stream_info: dict[str, dict] | None = None,
+    caption: str | None = None,
+    pipeline_name: str = "",
 ) -> Path:
     """Write the simulated chart, the measured chart, or both stacked, as PNG, SVG or PDF.
 
+    Under the title goes ``caption``; by default :func:`caption_line` of ``pipeline_name``
+    (unless the title says it already) and the timelines ("" leaves the caption out).
     ``x_range_ns`` limits the image to that time range (ns from each timeline's start).
     ``width`` is in logical pixels (PNGs get twice as many device pixels for high-DPI).
     ``stream_info`` (stream name -> kind, priority; see ``rows.stream_info_of``) labels rows.
@@ -274,7 +316,10 @@ def export_image(
     if not MIN_WIDTH <= width <= MAX_WIDTH:
         raise ValueError(f"width {width} px is outside {MIN_WIDTH}..{MAX_WIDTH}")
     ensure_gui_app()
-    page = _Page(simulated, measured, width, title, x_range_ns, stream_info)
+    if caption is None:  # the name once: not again under a title that already says it
+        name = pipeline_name if pipeline_name != title else ""
+        caption = caption_line(name, simulated, measured)
+    page = _Page(simulated, measured, width, title, x_range_ns, stream_info, caption)
     write, check = _WRITERS[suffix]
     # Drawn into a temp file beside ``out`` and renamed onto it only once the file is known to
     # be whole: Qt's SVG and PDF writers report no I/O errors, and a failed export must not
