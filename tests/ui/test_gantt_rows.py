@@ -115,6 +115,16 @@ def test_the_zoomed_out_level_of_detail_is_shaded_the_same_way() -> None:
     assert p1[r == 0].max() - p0[r == 0].min() == pytest.approx(1600, abs=2)
 
 
+def test_shaded_strips_take_their_alpha_from_the_covered_fraction() -> None:
+    from swimlanes.ui.gantt.shading import MIN_ALPHA, coverage_alpha, coverage_pixels
+
+    frac = np.array([[0.0, 0.39, 1.0, 1.7, 0.001]])
+    assert coverage_alpha(frac).tolist() == [[0, 99, 255, 255, MIN_ALPHA]]
+    argb = coverage_pixels(frac, QColor("#FF0000"))
+    assert (argb[0, 1] >> 24) == 99 and ((argb[0, 1] >> 16) & 0xFF) == 99  # premultiplied
+    assert argb[0, 0] == 0
+
+
 def _dense_timeline(fraction: float) -> Timeline:
     """4000 copies of 100 ns on s1, one every 100 ns / ``fraction``: busy ``fraction``."""
     b = TimelineBuilder(["s1"], ["H2D"])
@@ -291,3 +301,20 @@ def test_the_ruler_shows_a_copyable_table_of_the_range(chart, qtbot) -> None:
     assert QGuiApplication.clipboard().text() == text
     QTest.keyClick(chart.plot_widget, Qt.Key.Key_Escape)
     assert not panel.isVisible()
+
+
+def test_coverage_grid_matches_a_fine_raster() -> None:
+    from swimlanes.ui.gantt.coverage import coverage_grid
+
+    rng = np.random.default_rng(7)
+    n, n_rows, n_cols, fine = 400, 3, 40, 200  # 200 sub-steps per column
+    u0 = rng.uniform(-2, n_cols + 2, n)
+    u1 = u0 + rng.exponential(0.7, n)  # most within a column, some across several
+    row = rng.integers(0, n_rows, n)
+    got = coverage_grid(u0, u1, row, n_rows, n_cols)
+    t = (np.arange(n_cols * fine) + 0.5) / fine
+    want = np.zeros((n_rows, n_cols))
+    for a, b, r in zip(u0, u1, row, strict=True):
+        inside = (t >= a) & (t < b)
+        want[r] += inside.reshape(n_cols, fine).sum(axis=1) / fine
+    assert np.allclose(got, want, atol=5.0 / fine)  # each span edge is off by < 1/(2 fine)

@@ -119,6 +119,8 @@ class PredictionBand(QObject):
         self._tasks = TaskRunner(self)
         self._tasks.finished.connect(self._on_done)
         self._tasks.failed.connect(self._on_failed)
+        # whiskers sit on stream rows: follow them when groups collapse or rows are pinned
+        chart.rows_changed.connect(self._follow_rows)
 
     def request(self, pipeline: Pipeline, device: Any, timeline: Timeline) -> None:
         """Drop the shown band and compute the one of ``timeline`` (just simulated)."""
@@ -168,6 +170,10 @@ class PredictionBand(QObject):
         self.item.set_band(band, row_of_op, len(rows.keys), int(getattr(rows, "t0", 0)))
         self._show_text()
         self.changed.emit()
+
+    def _follow_rows(self) -> None:
+        if self.band is not None and self._timeline is not None:
+            self._on_done(self.band)
 
     def _on_failed(self, err: object) -> None:
         self.label.setText(f"No prediction band: {err}")

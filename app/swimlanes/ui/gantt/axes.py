@@ -102,7 +102,7 @@ class RowAxisItem(pg.AxisItem):
         p.restore()
 
     def _paint_span(self, p: QPainter, span: GroupSpan, fm: QFontMetricsF) -> None:
-        top, bottom = self._row_y(span.first), self._row_y(span.first + span.count)
+        bottom = self._row_y(span.first + span.count)
         first_mid = self._row_y(span.first + 0.5)
         x = 4.0
         line = QColor(self.colour)
@@ -138,8 +138,8 @@ class RowAxisItem(pg.AxisItem):
         p.drawLine(QPointF(x + 3.5, bottom - 3), QPointF(x + 9, bottom - 3))
         # the group's name along the bracket, where there is room for it
         room = bottom - 6 - (first_mid + 9)
-        text = fm.elidedText(span.title, Qt.TextElideMode.ElideRight, room)
-        if room > fm.height() * 2 and text and text != "…":
+        text = span.title
+        if fm.horizontalAdvance(text) + 4 <= room:  # whole or not at all
             p.save()
             p.translate(x + 3.5 + fm.ascent() / 2 - 1, first_mid + 9 + room / 2)
             p.rotate(-90)
@@ -153,7 +153,6 @@ class RowAxisItem(pg.AxisItem):
             p.fillRect(bg, self._background())
             p.drawText(QPointF(-fm.horizontalAdvance(text) / 2, 0), text)
             p.restore()
-        del top
 
     def _background(self) -> QColor:
         view = self.linkedView()

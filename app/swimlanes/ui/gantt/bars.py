@@ -23,15 +23,16 @@ try:  # pyqtgraph's numpy-backed QRectF array (what its BarGraphItem draws with)
 except ImportError:  # pragma: no cover - older pyqtgraph: build QRectF lists
     _RectArray = None
 from swimlanes.timeline.timeline import Timeline
+from swimlanes.ui.gantt.coverage import Coverage, cull_bars_split
 from swimlanes.ui.gantt.row_groups import summary_row_mask
 from swimlanes.ui.gantt.rows import (
     SHADE_LEVELS,
     BarLod,
     ChartRows,
-    cull_bars_shaded,
     label_colour_codes,
     label_spans,
 )
+from swimlanes.ui.gantt.shading import draw_coverages, is_raster
 from swimlanes.ui.style import CATEGORY_COLOUR, OP_CATEGORY, OP_TITLE, text_colour_on
 
 #: Vertical extent of a bar inside its row (fractions of the row height).
@@ -78,7 +79,7 @@ KERNEL_PALETTE = (
     "#01665E",
 )
 #: Whether the app colours kernels by name until the user says otherwise (View menu).
-KERNELS_BY_NAME_DEFAULT = True
+KERNELS_BY_NAME_DEFAULT = False
 #: The legend's kernel entry when kernels are coloured by name.
 KERNEL_BY_NAME = "Kernel (colour by name)"
 _KERNEL = OP_KINDS.index("kernel")
@@ -207,7 +208,16 @@ def draw_bars(
     of each label box drawn.
     """
     sx = x_map[0]
-    visible = [(g, _visible(g, view, sx, x_map[1], n_rows)) for g in groups]
+    split = [(g, *_visible(g, view, sx, x_map[1], n_rows)) for g in groups]
+    drawn = 0
+    if style.fill and style.outline is None and is_raster(painter):
+        # merged sub-pixel bars as shaded pixel strips, under the exact bars
+        drawn += _draw_strips(painter, split, y_map, n_rows)
+        visible = [
+            (g, (*exact, np.full(len(exact[0]), SHADE_LEVELS, np.int8))) for g, exact, _ in split
+        ]
+    else:  # vectors (SVG, PDF) or outlines: merged runs as rectangles of a few shades
+        visible = [(g, _with_runs(exact, covs, style.fill)) for g, exact, covs in split]
     # merged sub-pixel runs first; where categories share a pixel, each row shows the one
     # with the most busy time on that row last (on top); then exact bars on top, long ones
     # under short ones
@@ -223,7 +233,6 @@ def draw_bars(
     view_px = (view[0] * sx + x_map[1], view[1] * sx + x_map[1])
     if view_px[0] > view_px[1]:
         view_px = (view_px[1], view_px[0])
-    drawn = 0
     label_jobs = []
     for g, (p0, p1, r, o, shade) in layers:
         if not len(p0):
@@ -328,23 +337,51 @@ def _set_bar_pen(painter: QPainter, colour: QColor, style: BarStyle) -> None:
 
 def _visible(
     g: BarGroup, view: tuple[float, float], sx: float, dx: float, n_rows: int
-) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """Pixel spans (px0, px1, row, op, shade) of a group's visible bars: from its level of
-    detail when zoomed out."""
-    runs = g.lod.shaded_runs(view, sx, dx) if g.lod is not None else None
-    if runs is None:
-        return cull_bars_shaded(g.x0, g.x1, g.row, g.op, g.max_width, view, sx, dx, n_rows)
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], list[Coverage]]:
+    """A group's visible bars: (px0, px1, row, op) of those drawn as they are, and the
+    coverage of the merged narrow ones (from its level of detail when zoomed out)."""
+    lod = g.lod.coverage(view, sx, dx) if g.lod is not None else None
+    if lod is None:
+        exact, cov = cull_bars_split(g.x0, g.x1, g.row, g.op, g.max_width, view, sx, dx, n_rows)
+        return exact, [cov] if cov is not None else []
     i = g.lod.long_idx
-    p0, p1, r, o, shade = cull_bars_shaded(
+    exact, cov = cull_bars_split(
         g.x0[i], g.x1[i], g.row[i], g.op[i], g.max_width, view, sx, dx, n_rows
     )
-    return (
-        np.concatenate([p0, runs[0]]),
-        np.concatenate([p1, runs[1]]),
-        np.concatenate([r, runs[2].astype(r.dtype)]),
-        np.concatenate([o, np.full(len(runs[0]), -1, o.dtype)]),
-        np.concatenate([shade, runs[3]]),
-    )
+    return exact, [lod] + ([cov] if cov is not None else [])
+
+
+def _with_runs(
+    exact: tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray],
+    covs: list[Coverage],
+    shaded: bool,
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """Exact bars and merged runs (op -1) in one (px0, px1, row, op, shade); ``shaded`` False
+    gives plain covered runs (outlines)."""
+    levels = SHADE_LEVELS if shaded else 1
+    parts = [(*exact, np.full(len(exact[0]), levels, np.int8))]
+    for cov in covs:
+        p0, p1, r, shade = cov.runs(levels)
+        if not shaded:
+            shade = np.full(len(p0), SHADE_LEVELS, np.int8)
+        parts.append(
+            (p0, p1, r.astype(exact[2].dtype), np.full(len(p0), -1, exact[3].dtype), shade)
+        )
+    return tuple(np.concatenate(cols) for cols in zip(*parts, strict=True))  # type: ignore[return-value]
+
+
+def _draw_strips(painter: QPainter, split: list, y_map: tuple[float, float], n_rows: int) -> int:
+    """The merged coverage of every group as shaded strips; where groups share a row, the
+    one with the most busy time on it on top."""
+    layers = [(g.colour, cov, i) for i, (g, _, covs) in enumerate(split) for cov in covs]
+    if not layers:
+        return 0
+    dominant = None
+    if len({i for _, _, i in layers}) > 1:
+        totals = np.stack([_row_totals(g, n_rows) for g, _, _ in split])
+        dominant = totals.argmax(axis=0)
+    painter.setPen(Qt.PenStyle.NoPen)
+    return draw_coverages(painter, layers, y_map, BAR_TOP, BAR_HEIGHT, dominant)
 
 
 def _draw_labels(

@@ -55,6 +55,8 @@ class GanttChart(RowGroupsMixin, QWidget):
     legend_changed = Signal(list)
     #: The user zoomed or panned (False), or asked to see the whole timeline (True).
     view_changed_by_user = Signal(bool)
+    #: The rows shown changed (a group collapsed or expanded, a row pinned, another layout).
+    rows_changed = Signal()
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
@@ -176,6 +178,7 @@ class GanttChart(RowGroupsMixin, QWidget):
         self._update_legend()
         if fit:
             self.fit_all()
+        self.rows_changed.emit()
 
     # -- selection, flags, overlay ---------------------------------------------------------------
     def _ops_of(self, indexes: list[int]) -> np.ndarray:
@@ -513,6 +516,7 @@ class GanttChart(RowGroupsMixin, QWidget):
         self._arrows.text_colour = fg
         self._cursor.setPen(pg.mkPen(OKABE_ITO["vermillion"], width=2))
         self._ruler_text.setColor(fg)
+        self._row_axis.colour = fg
         # a light veil in the text colour reads on both light and dark backgrounds
         self._ruler.setBrush(QColor(fg.red(), fg.green(), fg.blue(), 28))
         self._ruler.setHoverBrush(QColor(fg.red(), fg.green(), fg.blue(), 45))

@@ -9,6 +9,8 @@ paints do not touch the bars at all.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import numpy as np
 
 #: Shades of a merged run: its alpha is shade / SHADE_LEVELS (few levels: one fill per level).
@@ -40,6 +42,58 @@ def cull_bars(
     )[:4]
 
 
+@dataclass
+class Coverage:
+    """Merged sub-pixel bars of one colour: the fraction of each (row, pixel column) they
+    cover, columns ``left``, ``left + 1``... in pixels."""
+
+    left: float
+    fraction: np.ndarray
+
+    def runs(self, levels: int = SHADE_LEVELS) -> tuple[np.ndarray, ...]:
+        """As runs of one shade: (px0, px1, row, shade); see :func:`shade_runs`."""
+        px = np.arange(self.fraction.shape[1], dtype=np.float64) + self.left
+        return shade_runs(self.fraction, px, levels)
+
+
+def cull_bars_split(
+    x0: np.ndarray,
+    x1: np.ndarray,
+    row: np.ndarray,
+    op: np.ndarray,
+    max_width: float,
+    view: tuple[float, float],
+    px_per_unit: float,
+    px_offset: float,
+    n_rows: int,
+    merge_below_px: float = 2.0,
+) -> tuple[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray], Coverage | None]:
+    """Bars of one colour (``x0`` sorted) that touch ``view``: ((px0, px1, row, op) of the
+    bars drawn as they are, the :class:`Coverage` of the merged narrow ones or None)."""
+    lo = int(np.searchsorted(x0, view[0] - max_width, "left"))
+    hi = int(np.searchsorted(x0, view[1], "right"))
+    a, b, r, o = x0[lo:hi], x1[lo:hi], row[lo:hi], op[lo:hi]
+    keep = b >= view[0]
+    if not keep.all():
+        a, b, r, o = a[keep], b[keep], r[keep], o[keep]
+    p0 = a * px_per_unit + px_offset
+    p1 = b * px_per_unit + px_offset
+    narrow = (p1 - p0) < merge_below_px
+    if narrow.sum() < 256:
+        return (p0, p1, r, o), None
+    left = float(np.floor(p0[narrow].min()))
+    right = max(float(p1[narrow].max()), left + 1)
+    width = int(np.ceil(right - left)) + 2
+    if width > 1_000_000:  # not a sane screen; fall back to plain bars
+        return (p0, p1, r, o), None
+    u0 = p0[narrow] - left
+    # a zero-length op still marks its pixel (faintly): it happened there
+    u1 = np.maximum(p1[narrow] - left, u0 + _MIN_COVER)
+    cov = coverage_grid(u0, u1, r[narrow], n_rows, width)
+    wide = ~narrow
+    return (p0[wide], p1[wide], r[wide], o[wide]), Coverage(left, np.minimum(cov, 1.0))
+
+
 def cull_bars_shaded(
     x0: np.ndarray,
     x1: np.ndarray,
@@ -60,60 +114,61 @@ def cull_bars_shaded(
     when zoomed out instead of solid; exact bars get ``levels`` (opaque).
     """
     levels = levels or SHADE_LEVELS
-    lo = int(np.searchsorted(x0, view[0] - max_width, "left"))
-    hi = int(np.searchsorted(x0, view[1], "right"))
-    a, b, r, o = x0[lo:hi], x1[lo:hi], row[lo:hi], op[lo:hi]
-    keep = b >= view[0]
-    if not keep.all():
-        a, b, r, o = a[keep], b[keep], r[keep], o[keep]
-    p0 = a * px_per_unit + px_offset
-    p1 = b * px_per_unit + px_offset
-    narrow = (p1 - p0) < merge_below_px
-    if narrow.sum() < 256:
+    (p0, p1, r, o), cov = cull_bars_split(
+        x0, x1, row, op, max_width, view, px_per_unit, px_offset, n_rows, merge_below_px
+    )
+    if cov is None:
         return p0, p1, r, o, np.full(len(p0), levels, np.int8)
-    wide = ~narrow
-    left = float(np.floor(p0[narrow].min()))
-    right = max(float(p1[narrow].max()), left + 1)
-    width = int(np.ceil(right - left)) + 2
-    if width > 1_000_000:  # not a sane screen; fall back to plain bars
-        return p0, p1, r, o, np.full(len(p0), levels, np.int8)
-    u0 = p0[narrow] - left
-    # a zero-length op still marks its pixel (faintly): it happened there
-    u1 = np.maximum(p1[narrow] - left, u0 + _MIN_COVER)
-    cov = coverage_grid(u0, u1, r[narrow], n_rows, width)
-    mp0, mp1, sr, shade = shade_runs(cov, np.arange(width, dtype=np.float64) + left, levels)
+    mp0, mp1, sr, shade = cov.runs(levels)
     return (
-        np.concatenate([p0[wide], mp0]),
-        np.concatenate([p1[wide], mp1]),
-        np.concatenate([r[wide], sr.astype(r.dtype)]),
-        np.concatenate([o[wide], np.full(len(sr), -1, o.dtype)]),
-        np.concatenate([np.full(int(wide.sum()), levels, np.int8), shade]),
+        np.concatenate([p0, mp0]),
+        np.concatenate([p1, mp1]),
+        np.concatenate([r, sr.astype(r.dtype)]),
+        np.concatenate([o, np.full(len(sr), -1, o.dtype)]),
+        np.concatenate([np.full(len(p0), levels, np.int8), shade]),
     )
 
 
 def coverage_grid(
-    u0: np.ndarray, u1: np.ndarray, row: np.ndarray, n_rows: int, n_cols: int
+    u0: np.ndarray,
+    u1: np.ndarray,
+    row: np.ndarray,
+    n_rows: int,
+    n_cols: int,
+    clip: bool = True,
 ) -> np.ndarray:
     """Covered length of each (row, column) cell by spans ``[u0, u1)`` in column units.
 
-    Vectorised: a span adds 1 to each whole column it spans (a difference array) plus its
-    fractional ends, so a cell holds 0.39 where bars cover 39 % of it (overlapping spans add up;
-    callers clip at 1).
+    Vectorised: a span adds the covered part of its first column, of its last column, and 1 to
+    each whole column in between (a difference array, only for the few spans that cross two
+    column edges), so a cell holds 0.39 where bars cover 39 % of it (overlapping spans add up;
+    callers clip at 1). ``clip`` False: the caller guarantees 0 <= u0 <= u1 <= n_cols + 1 (a
+    million-bar grid skips two passes).
     """
-    u0 = np.clip(u0, 0.0, n_cols)
-    u1 = np.clip(u1, 0.0, n_cols)
-    f0 = np.floor(u0).astype(np.int64)
-    f1 = np.floor(u1).astype(np.int64)
-    base = row.astype(np.int64) * (n_cols + 1)
+    if clip:
+        u0 = np.clip(u0, 0.0, n_cols)
+        u1 = np.clip(u1, 0.0, n_cols)
+    f0 = u0.astype(np.int64)  # floor: both are >= 0
+    f1 = u1.astype(np.int64)
+    i0 = row.astype(np.int64)
+    i0 *= n_cols + 1
+    i1 = i0 + f1
+    i0 += f0
     size = n_rows * (n_cols + 1)
-    i0, i1 = base + f0, base + f1
-    step = np.bincount(i0, minlength=size) - np.bincount(i1, minlength=size)
-    cov = np.cumsum(step.reshape(n_rows, n_cols + 1), axis=1).astype(np.float64)
-    cov += (
-        np.bincount(i1, weights=u1 - f1, minlength=size)
-        - np.bincount(i0, weights=u0 - f0, minlength=size)
-    ).reshape(n_rows, n_cols + 1)
-    return cov[:, :n_cols]
+    # most spans sit in one column: their whole length goes there; the others are fixed up
+    first = u1 - u0
+    cross = np.flatnonzero(i1 > i0)
+    if len(cross):
+        first[cross] = (f0[cross] + 1) - u0[cross]
+    cov = np.bincount(i0, weights=first, minlength=size)
+    if len(cross):
+        cov += np.bincount(i1[cross], weights=u1[cross] - f1[cross], minlength=size)
+        whole = cross[f1[cross] - f0[cross] >= 2]
+        if len(whole):
+            step = np.bincount(i0[whole] + 1, minlength=size)
+            step -= np.bincount(i1[whole], minlength=size)
+            cov += np.cumsum(step.reshape(n_rows, n_cols + 1), axis=1).ravel()
+    return cov.reshape(n_rows, n_cols + 1)[:, :n_cols]
 
 
 def shade_levels(fraction: np.ndarray, levels: int = SHADE_LEVELS) -> np.ndarray:
@@ -187,9 +242,13 @@ class BarLod:
         self.long_idx = np.flatnonzero(~short)
         if len(self.long_idx):
             x0, x1, row = x0[short], x1[short], row[short]
-        u0 = (x0 - self.left) / self.res
-        u1 = np.maximum((x1 - self.left) / self.res, u0 + _MIN_COVER)
-        cov = coverage_grid(u0, u1, row, n_rows, self.COLS)
+        u0 = x0 - self.left
+        u0 /= self.res
+        u1 = x1 - self.left
+        u1 /= self.res
+        np.maximum(u1, u0 + _MIN_COVER, out=u1)
+        # bars lie in [left, right]: already inside the grid (u1 may pass COLS by _MIN_COVER)
+        cov = coverage_grid(u0, u1, row, n_rows, self.COLS, clip=False)
         level = np.minimum(cov, 1.0).astype(np.float32)
         self.levels = [level]
         while level.shape[1] > 512:
@@ -212,6 +271,14 @@ class BarLod:
     ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray] | None:
         """Pixel runs (px0, px1, row, shade) of the short bars, each run of one shade (the
         fraction of its pixels covered, in 1 to ``levels``), or None when zoomed in too far."""
+        cov = self.coverage(view, px_per_unit, px_offset)
+        return None if cov is None else cov.runs(levels)
+
+    def coverage(
+        self, view: tuple[float, float], px_per_unit: float, px_offset: float
+    ) -> Coverage | None:
+        """The fraction of each (row, pixel column) of ``view`` the short bars cover, or None
+        when zoomed in too far for this grid."""
         px_units = 1.0 / px_per_unit
         k = int(np.floor(np.log2(px_units / (2 * self.res)))) if px_units > 0 else -1
         if k < 0:
@@ -221,9 +288,10 @@ class BarLod:
         lo = max(int((view[0] - self.left) / res) - 1, 0)
         hi = min(int((view[1] - self.left) / res) + 2, level.shape[1])
         if hi <= lo:
-            return np.zeros(0), np.zeros(0), np.zeros(0, np.int32), np.zeros(0, np.int8)
+            return Coverage(0.0, np.zeros((level.shape[0], 0), np.float32))
         px = np.floor((self.left + np.arange(lo, hi) * res) * px_per_unit + px_offset)
         starts = np.flatnonzero(np.concatenate(([True], px[1:] != px[:-1])))
         counts = np.diff(np.append(starts, hi - lo))
-        fraction = np.add.reduceat(level[:, lo:hi], starts, axis=1) / counts
-        return shade_runs(fraction, px[starts], levels)
+        fraction = np.add.reduceat(level[:, lo:hi], starts, axis=1) / counts.astype(np.float32)
+        # at two or more columns per pixel, the pixels of px[starts] are consecutive
+        return Coverage(float(px[0]), fraction)
