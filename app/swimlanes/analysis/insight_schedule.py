@@ -7,6 +7,8 @@ what the model says reordering would save.
 from __future__ import annotations
 
 import dataclasses
+import functools
+from typing import Literal
 
 import numpy as np
 
@@ -16,6 +18,7 @@ from swimlanes.model.document import (
     EVENT_OPS,
     OP_KINDS,
     STREAM_OPS,
+    Op,
     Pipeline,
 )
 from swimlanes.timeline.compare import fmt_pct, fmt_time, plural
@@ -138,7 +141,9 @@ def reorder_issue(pipeline: Pipeline, order: str) -> None:
     first op of every stream, then the second, ...), in place. Host calls, synchronous or
     default-stream ops and runs containing events stay where they are, since moving them
     would change what the program means."""
-    program, out, run = pipeline.program, [], []
+    program = pipeline.program
+    out: list[Op] = []
+    run: list[Op] = []
 
     def flush() -> None:
         if any(op.op in EVENT_OPS for op in run):
@@ -165,12 +170,12 @@ def reorder_issue(pipeline: Pipeline, order: str) -> None:
     pipeline.program = out
 
 
-def _issue_order_what_if(ctx: InsightContext) -> tuple[str, int] | None | bool:
+def _issue_order_what_if(ctx: InsightContext) -> tuple[str, int] | Literal[False] | None:
     """The issue order ("depth" or "breadth") the model prefers and what it saves; False when
     neither order does better, None when the model cannot tell (no preset)."""
-    best: tuple[str, int] | None | bool = None
+    best: tuple[str, int] | Literal[False] | None = None
     for order in ("depth", "breadth"):
-        saving = ctx.what_if_saving(f"order-{order}", lambda p, o=order: reorder_issue(p, o))
+        saving = ctx.what_if_saving(f"order-{order}", functools.partial(reorder_issue, order=order))
         if saving is None:
             continue
         if ctx.significant(saving) and (not best or saving > best[1]):
@@ -284,7 +289,7 @@ def _sync_in_issue_loop(ctx: InsightContext) -> Insight | None:
 
     def hoist(p: Pipeline) -> None:
         moved = {i for late in moves.values() for i in late}
-        out = []
+        out: list[Op] = []
         for i, op in enumerate(p.program):
             out.extend(p.program[j] for j in moves.get(i, ()))
             if i not in moved:

@@ -283,8 +283,8 @@ def generate_cuda(pipeline: Pipeline, *, repeat: int = 5) -> str:
     labels = label_changes(pipeline)
     for i, op in enumerate(pipeline.program):
         out.append(f"    // [{i}] {op.op}")
-        if labels[i] is not None:
-            out.append(f"    g_op_label = {_lit(labels[i])};")
+        if (label := labels[i]) is not None:
+            out.append(f"    g_op_label = {_lit(label)};")
         out.extend(f"    {line}" for line in _op(plan, op, i))
     out += [
         "    CHECK(cudaDeviceSynchronize());",

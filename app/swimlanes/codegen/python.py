@@ -271,8 +271,8 @@ def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
     labels = label_changes(pipeline)
     for i, op in enumerate(pipeline.program):
         out.append(f"    # [{i}] {op.op}")
-        if labels[i] is not None:
-            out.append(f"    op_label = {_lit(labels[i])}")
+        if (label := labels[i]) is not None:
+            out.append(f"    op_label = {_lit(label)}")
         out.extend(f"    {line}" for line in _op_lines(plan, op, i))
     out += [
         "    cuda.synchronize()",

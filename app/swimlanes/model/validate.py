@@ -328,7 +328,9 @@ def _plain_op(raw: dict, stream_names: set[str]) -> Op | None:
     full path of _parse_op, which accepts at least what this accepts, and builds the same Op:
     this only saves the full path's per-key checks on the ops of big programs."""
     kind = raw.get("op")
-    allowed = _PLAIN_KEYS.get(kind) if type(kind) is str else None
+    if type(kind) is not str:
+        return None
+    allowed = _PLAIN_KEYS.get(kind)
     if allowed is None or not raw.keys() <= allowed or None in raw.values():
         return None  # (null is no key's plain value)
     get = raw.get

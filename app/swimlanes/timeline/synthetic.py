@@ -26,6 +26,7 @@ def write_kineto_trace(
             call = {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1,
                     "tid": 1, "ts": t, "dur": 3.5, "args": {"correlation": i}}  # fmt: skip
             args = {"stream": stream, "correlation": i, "device": 0}
+            gpu: dict[str, object]
             if i % 4 == 0:
                 gpu = {"ph": "X", "cat": "gpu_memcpy", "name": "Memcpy HtoD (Pinned -> Device)",
                        "args": {**args, "bytes": 1 << 20}}  # fmt: skip

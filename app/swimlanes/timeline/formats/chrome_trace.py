@@ -30,6 +30,7 @@ Layout of the file:
 from __future__ import annotations
 
 import json
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -301,7 +302,7 @@ def _source_of(pid: Any, top: dict[str, Any]) -> tuple[str, str, str]:
 
 
 def timeline_from_events(
-    events: list[dict[str, Any]], top: dict[str, Any], flows: list[tuple] = ()
+    events: list[dict[str, Any]], top: dict[str, Any], flows: Sequence[tuple[Any, ...]] = ()
 ) -> Timeline:
     """Rebuild a Timeline from the ``op``/``engine``/``issue`` events of a file this module
     wrote (times come back relative to 0; one process: the measured one if present).

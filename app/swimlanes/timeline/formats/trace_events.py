@@ -43,7 +43,6 @@ def hashable(v: Any) -> Any:
     return v if v is None or type(v) in (int, str, float, bool) else repr(v)
 
 
-_NUMBER = (int, float)
 # Times in microseconds whose nanoseconds fit the timeline's range (int64, with room to add).
 _MAX_US = TIME_LIMIT_NS / 1000
 _MAX_BYTES_PER_OP = 2**62
@@ -159,8 +158,8 @@ class EventCollector:
     def _complete(self, n: int, ev: dict[str, Any]) -> None:
         ts_us, dur_us = ev.get("ts"), ev.get("dur")
         if not (
-            type(ts_us) in _NUMBER
-            and type(dur_us) in _NUMBER
+            (type(ts_us) is float or type(ts_us) is int)
+            and (type(dur_us) is float or type(dur_us) is int)
             and -_MAX_US < ts_us < _MAX_US
             and 0 <= dur_us < _MAX_US
         ):

@@ -229,11 +229,11 @@ class _Rows:
                     self.record_streams[extra["record_corr"]] = (skey[0], extra["record_stream"])
         for key in sink.runtime_order:
             ts, dur, name, pid, tid = sink.runtime[key]
-            kind = _HOST_CALLS.get(_CALL_SUFFIX.sub("", name))
-            if key in used or kind is None:
+            host_kind = _HOST_CALLS.get(_CALL_SUFFIX.sub("", name))
+            if key in used or host_kind is None:
                 continue
             self.corr_row[key] = len(self.rows)
-            self.rows.append((kind, -1, -1, ts, ts + dur, NO_TIME, NO_TIME, 0, name))
+            self.rows.append((host_kind, -1, -1, ts, ts + dur, NO_TIME, NO_TIME, 0, name))
             self.threads.append(((None, None), (pid, tid)))
             self.calls.append(name)
 

@@ -214,7 +214,8 @@ class JsonStream:
         separator. Returns the next element's number, or -1 past the closing ``]``."""
         buf, end = self.buf, len(self.buf)
         i = _WS.match(buf, self.pos).end()  # type: ignore[union-attr]
-        scan, sep = _decoder.scan_once, _SEP.match
+        # scan_once is set on every JSONDecoder in its __init__; typeshed leaves it out.
+        scan, sep = _decoder.scan_once, _SEP.match  # type: ignore[attr-defined]
         while True:
             try:
                 obj, j = scan(buf, i)
