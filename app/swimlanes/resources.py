@@ -39,6 +39,15 @@ def icons_dir() -> Path:
     return resource_dir() / "icons"
 
 
+def docs_dir() -> Path:
+    """The user guide's Markdown pages and images (``docs/`` in a checkout; a wheel or bundle
+    carries them as ``swimlanes/_docs``)."""
+    bundled = _PACKAGE / "_docs"
+    if bundled.is_dir():
+        return bundled
+    return _PACKAGE.parent.parent / "docs"
+
+
 def example_names() -> list[str]:
     """Names of the shipped examples (file stems), sorted."""
     return sorted(p.stem for p in examples_dir().glob("*.json"))

@@ -54,6 +54,8 @@ class Actions:
     cancel_gpu: QAction
     about: QAction
     lesson: QAction
+    guide: QAction
+    shortcuts: QAction
 
     def all(self) -> list[QAction]:
         return [getattr(self, f.name) for f in fields(self)]
@@ -197,7 +199,20 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
             window,
             "&Lesson of this example",
             "What this example teaches",
+            shortcut="Shift+F1",
+        ),
+        guide=a(
+            window,
+            "&User guide",
+            "The user guide, offline: the editor, simulating, GPU runs, comparing, exporting",
             shortcut=Key.HelpContents,
+            icon=SP.SP_DialogHelpButton,
+        ),
+        shortcuts=a(
+            window,
+            "&Keyboard shortcuts",
+            "Every action that has a keyboard shortcut, and its keys",
+            shortcut="Ctrl+/",
         ),
     )
 
@@ -208,6 +223,7 @@ class Menus:
     examples: QMenu
     shipped_measurements: QMenu
     view: QMenu
+    help: QMenu | None = None
 
 
 def build_menus(window: QMainWindow, a: Actions) -> Menus:
@@ -249,8 +265,12 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
     gpu.addActions([a.run_gpu, a.cancel_gpu])
 
     help_menu = bar.addMenu("&Help")
-    help_menu.addActions([a.lesson, a.about])
-    return Menus(recent=recent, examples=examples, shipped_measurements=shipped, view=view)
+    help_menu.addActions([a.guide, a.shortcuts, a.lesson])
+    help_menu.addSeparator()
+    help_menu.addAction(a.about)
+    return Menus(
+        recent=recent, examples=examples, shipped_measurements=shipped, view=view, help=help_menu
+    )
 
 
 @dataclass

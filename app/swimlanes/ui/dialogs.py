@@ -4,13 +4,13 @@ Opening a measurement, which loads in a worker thread, is in measurement_loading
 
 from __future__ import annotations
 
-import html
 import json
 import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
+from PySide6.QtCore import QTimer
 from PySide6.QtWidgets import QFileDialog, QMessageBox, QWidget
 
 from swimlanes import __version__
@@ -92,14 +92,6 @@ def about(parent: QWidget) -> None:
         "and syncs on stream lanes, simulate the schedule on a model of the GPU's engines, run "
         "it on a real GPU, and compare both Gantt charts side by side.</p>"
         "<p>MIT licence.</p>",
-    )
-
-
-def show_lesson(parent: QWidget, title: str, description: str, document_name: str) -> None:
-    QMessageBox.information(
-        parent,
-        f"Lesson: {title}" if title else "Lesson",
-        f"<h3>{html.escape(title or document_name)}</h3><p>{html.escape(description)}</p>",
     )
 
 
@@ -227,6 +219,8 @@ class FileHandling:
         self.charts.fit_all()
         self.fill_shipped_measurements()
         self.actions.lesson.setEnabled(bool(pipeline.extra.get("description")))
+        if example:  # its lesson, the first time (once the window is laid out and shown)
+            QTimer.singleShot(0, self, lambda: self._offer_first_lesson(example))
         if example and self.shipped_measurements():
             self.status(
                 f"Opened example {example}. A measured run of it ships with Swimlanes: "
@@ -305,9 +299,26 @@ class FileHandling:
         menu.setToolTip("" if found else "Only the shipped examples come with measurements")
 
     def show_lesson(self) -> None:
+        from swimlanes.ui.lessons import show_lesson_dialog
+
         extra = self.controller.pipeline.extra
-        description = str(extra.get("description") or "This pipeline carries no lesson text.")
-        show_lesson(self, str(extra.get("lesson") or ""), description, self.document_name())
+        show_lesson_dialog(self, self.settings, extra, self.document_name())  # type: ignore[arg-type]
+
+    def show_guide(self, page: str | None = None) -> None:
+        from swimlanes.ui.help_viewer import open_guide
+
+        open_guide(self, page)  # type: ignore[arg-type]
+
+    def show_shortcuts(self) -> None:
+        from swimlanes.ui.help_viewer import open_shortcuts
+
+        open_shortcuts(self)  # type: ignore[arg-type]
+
+    def _offer_first_lesson(self, example: str) -> None:
+        from swimlanes.ui.lessons import offer_first_lesson
+
+        if self.example_name == example:  # still the open document
+            offer_first_lesson(self, self.settings, example, self.controller.pipeline.extra)  # type: ignore[arg-type]
 
     # -- measurements (loading: measurement_loading.MeasurementLoading) -------------------
     def save_measurement(self) -> bool:

@@ -263,6 +263,8 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.code_view.save_requested.connect(self.export_code)
         self.code_view.message.connect(lambda text: self.statusBar().showMessage(text, 8000))
         a.lesson.triggered.connect(self.show_lesson)
+        a.guide.triggered.connect(lambda: self.show_guide())
+        a.shortcuts.triggered.connect(self.show_shortcuts)
         self.toolbar.device.currentIndexChanged.connect(lambda _i: self.band.clear())
         self.toolbar.device.currentIndexChanged.connect(self._on_device_changed)
         self.toolbar.repeat.valueChanged.connect(self.settings.set_gpu_repeat)
