@@ -4,9 +4,9 @@
 :func:`swimlanes.engine.simulate` should, op for op and nanosecond for nanosecond (the known
 discrepancies are listed at the end); the differential tests (``tests/engine/test_reference.py``)
 hold the fast engine to it. It is slow (named objects per op and per event, no inlining) and
-meant to be read. What follows is what the
-simulator means, rule by rule. Times are integer nanoseconds from the first call (t = 0); a
-preset's figures in microseconds are rounded to ns once.
+meant to be read. What follows is what the simulator means, rule by rule. Times are integer
+nanoseconds from the first call (t = 0); a preset's figures in microseconds are rounded to ns
+once.
 
 1. **Host thread** (``Simulation.host_call``). The program is issued in order, one call after
    another: each call costs ``host_call_gap_us`` (none before the first) plus the preset's
@@ -21,16 +21,18 @@ preset's figures in microseconds are rounded to ns once.
    - an async pageable H2D returns after the host has staged all of its bytes (at the host's
      staging rate, or its ``duration_us``); with ``pageable_h2d_chunk_bytes`` its DMA may start
      only once the first chunk is staged (the staging time times chunk / bytes, rounded down);
-   - ``stream_sync`` waits for the stream's last enqueued op (none named: returns),
-     ``event_sync`` for the event's record (rule 2), ``device_sync`` and ``free`` for every
-     stream's last op; each returns ``sync_return_us`` of its kind after the op it waited
-     for that was done last (``free`` counts as ``device_sync``), never before the instant it
-     noticed;
+   - ``stream_sync`` waits for the last enqueued op of its stream (the legacy default stream
+     when none is named), ``event_sync`` for the event's record (rule 2), ``device_sync`` and
+     ``free`` for every stream's last op (nothing to wait for: it returns at once); each
+     returns ``sync_return_us`` of its kind (``free`` counts as ``device_sync``) after the
+     last of them is done, or as soon as it looks if that is later (its call ends after the
+     op did);
    - ``host`` keeps the host busy for its duration;
    - ``malloc`` and a synchronous ``memset`` are device-wide implicit synchronisations (rule 3)
      and do not wait.
 
-   A blocking call that waited draws a "host" edge from the op done last to itself.
+   A blocking call that waited for other ops draws a "host" edge from the one done last (the
+   first listed of those done together) to itself.
 
 2. **Streams and events.** Each stream runs its ops in issue order: an op waits for the
    previous op of its stream ("stream" edge). ``event_wait`` also waits for the most recent
@@ -66,8 +68,8 @@ preset's figures in microseconds are rounded to ns once.
    host functions to the callback thread (they run their duration there, any number at once),
    event ops nowhere (done at once).
 
-6. **Copy engines** (``devices.CopyEngines``). One H2D and one D2H engine per
-   ``copy_engines_per_direction`` (one pool for both directions with
+6. **Copy engines** (``devices.CopyEngines``). ``copy_engines_per_direction`` H2D engines
+   and as many D2H engines (one pool of that many serving both directions with
    ``shared_copy_engine``); each runs one copy at a time for its time alone (latency +
    bytes / bandwidth, a measured table, pageable rates or chunked staging, or
    ``duration_us``). An idle engine that has rested takes, among the ready copies of its pool,
@@ -86,22 +88,22 @@ preset's figures in microseconds are rounded to ns once.
    being ``min(max_blocks_per_sm, max_threads_per_sm // threads)`` (or the op's
    ``blocks_per_sm``); at most ``sm_count`` x residency of its blocks run at once. Waiting
    kernels are served highest stream priority first, then in the order they reached the
-   scheduler; each starts as many blocks as fit, which run together for one wave's time
+   scheduler (one not yet started waits while ``max_resident_kernels`` kernels have blocks
+   on the GPU); each starts as many blocks as fit, which run together for one wave's time
    (the kernel's time alone over its waves; rounding carried from wave to wave) and free
-   their slots together. A kernel's last wave lasts ``kernel_overhead_us`` longer. At most
-   ``max_resident_kernels`` kernels have blocks on the GPU. A D2D copy or memset is one wave
+   their slots together. A kernel's last wave lasts ``kernel_overhead_us`` longer. A D2D copy or memset is one wave
    of ``sm_count`` 256-thread blocks lasting its time alone. A kernel starts with its first
    blocks and ends with its last.
 
-8. **Fermi's completion signal** (``completion_signal_delay``). A kernel reaching the SMs right
-   after the kernel issued just before it, from another stream, while that kernel's group
-   still runs joins its group; each kernel's completion becomes visible only when its
+8. **Fermi's completion signal** (``completion_signal_delay``). A kernel whose previous op in
+   the program is a kernel of another stream, the last to reach the SMs before it, joins that
+   kernel's group if the group still runs; each kernel's completion becomes visible only when its
    group's last kernel ends (its own span still ends on time).
 
-9. **Dependency latencies** (``program.latency_table``). Engine classes: the SMs, H2D copies (and all
-   copies of a shared engine), D2H copies, host functions; event ops take the class of the op
-   they waited for that was done last. From an op on one class to a waiting op on another:
-   ``dependency_latency_us``; SMs to SMs: ``kernel_dependency_latency_us``; copies of one
+9. **Dependency latencies** (``program.latency_table``). Engine classes: the SMs, H2D copies
+   (and all copies of a shared engine), D2H copies, host functions; event ops take the class
+   of the op they waited for that was done last. From an op on one class to a waiting op on
+   another: ``dependency_latency_us``; SMs to SMs: ``kernel_dependency_latency_us``; copies of one
    class: none (their engine rests instead); to a host function: ``host_func_latency_us``.
 
 10. **One instant.** Host calls due at an instant come before device events due at it (so an
