@@ -91,9 +91,9 @@ once.
    scheduler (one not yet started waits while ``max_resident_kernels`` kernels have blocks
    on the GPU); each starts as many blocks as fit, which run together for one wave's time
    (the kernel's time alone over its waves; rounding carried from wave to wave) and free
-   their slots together. A kernel's last wave lasts ``kernel_overhead_us`` longer. A D2D copy or memset is one wave
-   of ``sm_count`` 256-thread blocks lasting its time alone. A kernel starts with its first
-   blocks and ends with its last.
+   their slots together. A kernel's last wave lasts ``kernel_overhead_us`` longer. A D2D
+   copy or memset is one wave of ``sm_count`` 256-thread blocks lasting its time alone. A
+   kernel starts with its first blocks and ends with its last.
 
 8. **Fermi's completion signal** (``completion_signal_delay``). A kernel whose previous op in
    the program is a kernel of another stream, the last to reach the SMs before it, joins that
