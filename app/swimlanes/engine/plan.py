@@ -102,7 +102,7 @@ class Plan:
     kernel: list[tuple[int, int, int, float] | None] = field(default_factory=list)
     event: list[str | None] = field(default_factory=list)  # event name of each op
     labels: list[str] = field(default_factory=list)
-    nbytes: list[int] = field(default_factory=list)
+    nbytes: list[int] = field(default_factory=list)  # left empty: see arrays["nbytes"]
     #: Some of the int columns above as arrays, for the Timeline (see _TIMELINE_DTYPES).
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
 
@@ -207,21 +207,29 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     # All shapes at once, column by column; one by one (naming the first bad op) if refused.
     from swimlanes.engine.plan_columns import shape_columns  # (it builds on this module)
 
-    shapes = shape_columns(list(shape_ids), first, program, preset, plan, stream_index, costs)
+    # The keys alone from here (their table is the biggest transient of planning; the keys,
+    # one tuple per shape, go once the repeat costs are known).
+    keys = list(shape_ids)
+    del shape_ids, number
+    shapes = shape_columns(keys, first, program, preset, plan, stream_index, costs)
     if shapes is None:
         shapes = Shapes.from_rows(
             [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
         )
     _check_work(shapes, shape_of_op, first, plan, preset)
-    repeat_costs = _repeat_costs(shape_ids, shape_of_op, shapes, preset, gap)
+    repeat_costs = _repeat_costs(keys, shape_of_op, shapes, preset, gap)
+    del keys
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
     # numpy gathers of its columns, in its dtypes.
     for name in COLUMNS:
         values = shapes.columns[name]
-        setattr(plan, name, list(map(values.tolist().__getitem__, ids)))
         if name in _TIMELINE_DTYPES:
             plan.arrays[name] = values.astype(_TIMELINE_DTYPES[name])[shape_of_op]
+        if name == "nbytes":
+            continue  # the loop reads an op's bytes rarely: from plan.arrays
+        shared = _shared_ints(values) if name == "cost" else values.tolist()
+        setattr(plan, name, list(map(shared.__getitem__, ids)))
     if repeat_costs is not None:
         plan.cost = repeat_costs
     # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
@@ -235,7 +243,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
 
 
 def _repeat_costs(
-    shape_ids: dict[tuple, int],
+    keys: list[tuple],
     shape_of_op: np.ndarray,
     shapes: Shapes,
     preset: DevicePreset,
@@ -251,10 +259,9 @@ def _repeat_costs(
     # of one kind of op.
     repeat = np.zeros(len(shape_of_op), dtype=bool)
     repeat[1:] = shape_of_op[1:] == shape_of_op[:-1]
-    names, kind_of_op = [key[0] for key in shape_ids], shapes.columns["kind"][shape_of_op]
+    names, kind_of_op = [key[0] for key in keys], shapes.columns["kind"][shape_of_op]
     both = np.flatnonzero(~repeat[1:] & (kind_of_op[1:] == kind_of_op[:-1])) + 1
     if len(both):
-        keys = list(shape_ids)
         repeat[both] = [
             keys[a][2:] == keys[b][2:]
             for a, b in zip(shape_of_op[both - 1].tolist(), shape_of_op[both].tolist(), strict=True)
@@ -265,7 +272,14 @@ def _repeat_costs(
     warm = np.array([warm_of_kind[name] for name in names], dtype=np.int64)
     cold = shapes.columns["cost"]
     per_op = np.where(repeat, warm[shape_of_op], cold[shape_of_op])
-    return per_op.tolist()
+    return _shared_ints(per_op)
+
+
+def _shared_ints(values: np.ndarray) -> list[int]:
+    """``values.tolist()`` for a column of few distinct values, with one int object per value
+    (not one per item: 32 MB per million items)."""
+    distinct, which = np.unique(values, return_inverse=True)
+    return list(map(distinct.tolist().__getitem__, which.ravel().tolist()))
 
 
 def _blocks_per_sm_key(extra: dict) -> object:

@@ -210,6 +210,7 @@ class RunState:
         self.barrier_ops: list[int] = []
         # Per event_wait / event_sync op: the event_record it waits for (none: not there).
         self.record_of = self._event_tables(next_in_stream)
+        plan.event = []  # read by _event_tables alone: free it for the loop
         self.host_i = 0  # next op whose call takes effect at host_t
         # plan.cost includes the host's gap before each call; the first call has none.
         self.call_gap = round(preset.host_call_gap_us * 1000.0)
@@ -362,7 +363,7 @@ class RunState:
                 busy = plan.stage[i]
                 chunk = self.h2d_chunk
                 if chunk:  # the DMA waits for the first chunk to be staged
-                    n = plan.nbytes[i]
+                    n = int(plan.arrays["nbytes"][i])
                     self.ready_at[i] += busy if n <= chunk else busy * chunk // n
             elif h == ENQ_BARRIER:
                 self.barrier_ops = [i]
