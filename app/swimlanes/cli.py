@@ -198,6 +198,40 @@ def build_parser() -> argparse.ArgumentParser:
         "choose for the trace's GPU and host)",
     )
 
+    p = sub.add_parser(
+        "capture",
+        help="run a Python program under CUPTI: its GPU work as a measured run and a pipeline",
+    )
+    p.add_argument(
+        "-o",
+        "--output",
+        metavar="RUN.json",
+        help="the measured run, with the rebuilt pipeline (default: PROGRAM.run.json)",
+    )
+    p.add_argument(
+        "--pipeline", metavar="PIPELINE.json", help="also write the rebuilt pipeline alone"
+    )
+    p.add_argument(
+        "--trace",
+        metavar="TRACE.json.gz",
+        help="where the raw trace goes, PyTorch profiler layout (default: PROGRAM.capture.json.gz)",
+    )
+    p.add_argument(
+        "--range",
+        metavar="NAME[:K]",
+        help="keep only what the program did inside its region NAME (swimlanes.gpu.capture."
+        "region), its K-th occurrence with :K (default: everything)",
+    )
+    p.add_argument(
+        "--device",
+        help="preset whose host call costs the rebuilt pipeline assumes (default: this host's)",
+    )
+    p.add_argument(
+        "program",
+        nargs=argparse.REMAINDER,
+        help="after --: the program and its arguments (python prog.py ARGS, or python -m MOD)",
+    )
+
     p = sub.add_parser("run", help="run pipelines on the GPU and print the measured timelines")
     p.add_argument(
         "file",

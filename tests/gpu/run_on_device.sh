@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs, in one go: `bash tests/gpu/run_on_device.sh [STAGES]`.
-# STAGES (comma-separated, default all but fidelity): nvtx, tests, calibrate, quick, examples,
-# accuracy, bench, fidelity. The fidelity stage (benchmarks/fidelity/README.md) calibrates, then measures
+# STAGES (comma-separated, default all but fidelity and capture): nvtx, tests, calibrate,
+# quick, capture, examples, accuracy, bench, fidelity. The fidelity stage (benchmarks/fidelity/README.md) calibrates, then measures
 # FID_COUNT (default 160) generated random pipelines with --repeat 5 in one process, and packs
 # the preset, the raw calibration, the host's description and the runs into $OUT/fidelity.tgz.
 # The GPU machine's own numpy breaks numba-cuda's compiler and it has no package index, so the
@@ -53,6 +53,19 @@ if has quick; then
     $SW calibrate --quick --no-cache -o "$OUT/quick.json" --raw "$OUT/quick-raw.json"
     echo "calibrate --quick rc=$?"
     $PY -c "import json, sys; r = json.load(open(sys.argv[1])); print('quick calibration', r['seconds'], 's; skipped:', r['skipped'])" "$OUT/quick-raw.json"
+fi
+if has capture; then
+    # Real programs captured with CUPTI and rebuilt as pipelines (resources/programs).
+    mkdir -p "$OUT/captures"
+    for spec in swimming_in_streams:non_blocking swimming_in_streams:blocking \
+                cupy_streams:overlap numba_streams:chunks train_step:step:3; do
+        prog=${spec%%:*}; range=${spec#*:}; name="$prog-${range%%:*}"
+        log "capture $name"
+        $SW capture --range "$range" -o "$OUT/captures/$name.run.json" \
+            --pipeline "$OUT/captures/$name.json" --trace "$OUT/captures/$name.capture.json.gz" \
+            -- python3 "resources/programs/$prog.py" 2>&1 | tail -12
+    done
+    (cd "$OUT" && tar czf captures.tgz captures && rm -rf captures)
 fi
 PRESET="$OUT/h200.json"
 [ -f "$PRESET" ] || PRESET=resources/presets/h200.json

@@ -5,6 +5,7 @@ becomes host ops."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -33,7 +34,7 @@ class TracePipeline:
         return (self.simulated.makespan_ns - measured) / measured if measured else None
 
 
-def call_costs(preset: DevicePreset):  # noqa: ANN201 - a Callable[[str], int]
+def call_costs(preset: DevicePreset) -> Callable[[str], int]:
     """What the simulator charges the host per call kind on ``preset``."""
     gap = round(preset.host_call_gap_us * 1000)
     return lambda kind: preset.issue_cost_ns(kind) + gap

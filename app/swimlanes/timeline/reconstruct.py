@@ -2,10 +2,11 @@
 
 The pipeline replays the host program the timeline recorded, call by call in issue order:
 
-* **streams**: one per stream of the trace. A PyTorch (Kineto) trace's stream 7 is PyTorch's
-  default stream, the legacy default stream (``default``); every other stream is
-  ``non_blocking``, as PyTorch creates its side streams. Other traces: every stream is
-  ``blocking``.
+* **streams**: one per stream of the trace. A capture (``swimlanes capture``) says which is
+  the legacy default stream (``default``) and each created stream's flags and priority. In a
+  PyTorch (Kineto) trace, stream 7 is PyTorch's default stream, the legacy default stream, and
+  every other stream is ``non_blocking``, as PyTorch creates its side streams. Other traces:
+  every stream is ``blocking``.
 * **kernels** keep their measured device time (``duration_us``) and, where the trace gives
   grid and block, their launch shape (``blocks``, ``threads``; else one block of 256 threads,
   which shares the SMs as a small kernel would); **copies** their direction, bytes and host
@@ -134,20 +135,37 @@ class _Builder:
         self.waited = set(self.record_of.values())
 
     # -- streams ----------------------------------------------------------------------------
+    def _legacy(self) -> str | None:
+        """The trace's name of the legacy default stream: a capture says; in a PyTorch trace
+        it is stream 7."""
+        named = self.tl.meta.get("legacy_stream")
+        if isinstance(named, str):
+            return named
+        return KINETO_DEFAULT_STREAM if self.kineto else None
+
     def stream_of(self, row: int) -> str | None:
         s = int(self.tl.stream[row])
         if s < 0:
             return None
         name = self.tl.stream_names[s]
-        return DEFAULT_STREAM if self.kineto and name == KINETO_DEFAULT_STREAM else name
+        return DEFAULT_STREAM if name == self._legacy() else name
 
     def streams(self) -> list[Stream]:
-        kind = "non_blocking" if self.kineto else "blocking"
-        return [
-            Stream(name, kind=kind)
-            for name in self.tl.stream_names
-            if not (self.kineto and name == KINETO_DEFAULT_STREAM)
-        ]
+        flags = self.tl.meta.get("stream_flags") or {}
+        out = []
+        for name in self.tl.stream_names:
+            if name == self._legacy():
+                continue
+            known = flags.get(name) if isinstance(flags, dict) else None
+            kind = "non_blocking" if self.kineto else "blocking"
+            priority = 0
+            if isinstance(known, dict):
+                kind = {"NON_BLOCKING": "non_blocking", "DEFAULT": "blocking"}.get(
+                    str(known.get("flag")), kind
+                )
+                priority = int(known.get("priority") or 0)
+            out.append(Stream(name, kind=kind, priority=priority))
+        return out
 
     # -- the program ------------------------------------------------------------------------
     def program(self) -> list[Op]:

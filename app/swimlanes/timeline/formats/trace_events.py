@@ -66,6 +66,7 @@ class EventCollector:
         self.gpu: list[tuple[int, str, tuple, int, int, str, Any, int, dict, tuple]] = []
         self.runtime: dict[Any, tuple[int, int, str, Any, Any]] = {}
         self.runtime_order: list[Any] = []
+        self.runtime_stream: dict[Any, int] = {}  # calls whose trace names their stream
         # (ph, id, pid, tid, ts, name, args.index)
         self.flows: list[tuple] = []
         self.ours: list[dict[str, Any]] = []
@@ -198,6 +199,9 @@ class EventCollector:
             name = self._shared.setdefault(name, name)
             self.runtime[key] = (ts, dur, name, hashable(ev.get("pid")), hashable(ev.get("tid")))
             self.runtime_order.append(key)
+            stream = args.get("stream")
+            if type(stream) is int and stream not in _NO_STREAM:  # an event record's stream
+                self.runtime_stream[key] = stream
         elif cat in chrome_trace.OUR_CATS and isinstance(args.get("op"), str):
             self._keep(n)
             self.ours.append(

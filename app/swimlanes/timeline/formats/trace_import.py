@@ -227,13 +227,15 @@ class _Rows:
                 self.waits.append((row, extra["record_corr"]))
                 if type(extra.get("record_stream")) is int:
                     self.record_streams[extra["record_corr"]] = (skey[0], extra["record_stream"])
+        by_stream = {s: i for (_, s), i in stream_id.items()}
         for key in sink.runtime_order:
             ts, dur, name, pid, tid = sink.runtime[key]
             host_kind = _HOST_CALLS.get(_CALL_SUFFIX.sub("", name))
             if key in used or host_kind is None:
                 continue
             self.corr_row[key] = len(self.rows)
-            self.rows.append((host_kind, -1, -1, ts, ts + dur, NO_TIME, NO_TIME, 0, name))
+            stream = by_stream.get(sink.runtime_stream.get(key, -1), -1)
+            self.rows.append((host_kind, stream, -1, ts, ts + dur, NO_TIME, NO_TIME, 0, name))
             self.threads.append(((None, None), (pid, tid)))
             self.calls.append(name)
 
@@ -293,6 +295,7 @@ def _kineto_timeline(sink: EventCollector, top: dict[str, Any]) -> Timeline:
             "kernel_shapes": {
                 str(int(new_row[r])): list(shape) for r, shape in sorted(t.shapes.items())
             },
+            **_capture_meta(top, stream_name),
             "record_streams": {
                 str(int(new_row[t.corr_row[c]])): stream_name[key]
                 for c, key in t.record_streams.items()
@@ -300,6 +303,32 @@ def _kineto_timeline(sink: EventCollector, top: dict[str, Any]) -> Timeline:
             },
         },
     )
+
+
+def _capture_meta(top: dict[str, Any], stream_name: dict[tuple, str]) -> dict[str, Any]:
+    """What ``swimlanes capture`` adds to a trace (``swimlanesCapture``): which stream is the
+    legacy default stream, each created stream's flags and priority, the host and command."""
+    info = top.get("swimlanesCapture")
+    if not isinstance(info, dict):
+        return {}
+    names = {s: name for (_, s), name in stream_name.items()}
+    out: dict[str, Any] = {"capture": {k: info[k] for k in ("argv", "date", "range") if k in info}}
+    if isinstance(info.get("host"), dict):
+        out["host"] = info["host"]  # compare then finds this host's calibration
+    legacy = info.get("legacy_stream")
+    if type(legacy) is int and legacy in names:
+        out["legacy_stream"] = names[legacy]
+    streams = info.get("streams")
+    if isinstance(streams, dict):
+        out["stream_flags"] = {
+            names[int(sid)]: value
+            for sid, value in streams.items()
+            if isinstance(sid, str)
+            and sid.isdigit()
+            and int(sid) in names
+            and isinstance(value, dict)
+        }
+    return out
 
 
 def _device_name(top: dict[str, Any], sink: EventCollector) -> str:

@@ -35,7 +35,7 @@ _OPENS = (ord("["), ord("{"))
 _CLOSES = (ord("]"), ord("}"))
 
 # Top-level keys of a trace that import reads; the others are skipped unread.
-_TRACE_KEYS = frozenset({"format", "version", "deviceProperties", "otherData"})
+_TRACE_KEYS = frozenset({"format", "version", "deviceProperties", "otherData", "swimlanesCapture"})
 # Keys of a swimlanes-timeline object; a run holds one under "timeline".
 _TIMELINE_KEYS = frozenset(
     {"format", "version", "name", "source", "device", "meta", "stream_names", "engine_names",
