@@ -30,6 +30,7 @@ def load_inputs(
     if not path.is_file():
         raise CommandError(f"no such file: {path}")
     simulated = measured = None
+    pipeline: Pipeline | None  # known for a pipeline file, maybe for a trace
     extra = load_trace(Path(args.measured))[0] if args.measured else None
     # Beside a measurement, simulate on the measured GPU's preset unless --device says otherwise.
     device = args.device or (simulation_device(None, extra) if extra is not None else None)

@@ -188,7 +188,9 @@ class NumbaBackend:
             except Exception as err:  # noqa: BLE001 - NVRTC, linker and numba errors alike
                 raise GpuError(f"cannot compile the synthetic kernels: {err}") from err
 
-    def prepare_kernel(self, k: KernelPlan, s: StreamHandle, a: Buffer, b: Buffer) -> Step:
+    def prepare_kernel(
+        self, k: KernelPlan, s: StreamHandle, a: Buffer | None, b: Buffer | None
+    ) -> Step:
         self.compile_kernels()
         return self._kernels.prepare(k, s.numba_stream, self, a, b)
 

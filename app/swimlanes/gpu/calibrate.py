@@ -130,9 +130,9 @@ class _Calibration:
                     ]
         return table
 
-    def bidirectional(self, n: int) -> float:
+    def bidirectional(self, n: int) -> dict[str, float]:
         s = [{"name": "a", "kind": "non_blocking"}, {"name": "b", "kind": "non_blocking"}]
-        prog = [
+        prog: list[dict] = [
             {"op": "h2d", "stream": "a", "bytes": n},
             {"op": "d2h", "stream": "b", "bytes": n},
             {"op": "device_sync"},
@@ -243,9 +243,9 @@ class _Calibration:
         enqueueing = {k: v for k, v in repeat.items() if k not in BLOCKING_CALLS}
         return {"issue_cost_us": out, "repeat_issue_cost_us": enqueueing}
 
-    def launch_latency(self) -> float:
+    def launch_latency(self) -> dict[str, float]:
         k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 5}
-        program = []
+        program: list[dict] = []
         for _ in range(ISSUE_SAMPLES):
             program += [dict(k), {"op": "stream_sync", "stream": "s"}]
         tl = self.measure("launch latency", [{"name": "s"}], program)
@@ -281,7 +281,7 @@ class _Calibration:
     def sync_return(self) -> dict[str, float]:
         """How long after the device finishes a blocking call returns to the host."""
         k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 100}
-        waits = {
+        waits: dict[str, list[dict]] = {
             "stream_sync": [{"op": "stream_sync", "stream": "s"}],
             "event_sync": [
                 {"op": "event_record", "stream": "s", "event": "e"},

@@ -65,7 +65,7 @@ def mixed_issue_program() -> list[dict]:
         s, t = MIXED_STREAMS[k % 4], MIXED_STREAMS[(k + 1) % 4]
         n = sizes[k % 4]
         event = f"m{k % 8}"
-        calls = [
+        calls: list[dict] = [
             {"op": "h2d", "stream": s, "bytes": n},
             {"op": "kernel", "stream": s, "blocks": (1, 132, 8, 264)[k % 4],
              "threads": (32, 256, 1024, 128)[k % 4], "block_us": 1},

@@ -23,7 +23,7 @@ import functools
 import gc
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -44,6 +44,7 @@ ENGINES = {"h2d": "H2D", "d2h": "D2H", "d2d": "Compute", "memset": "Compute", "k
 
 Progress = Callable[[float], None] | None
 Cancel = Callable[[], bool] | None
+T = TypeVar("T")
 
 
 class _Run:
@@ -134,41 +135,56 @@ class _Run:
         return ev
 
     def _prepare(
-        self, op: OpPlan, s: StreamHandle | None, pool: dict | None, latest: dict[str, Any]
+        self,
+        op: OpPlan,
+        s: StreamHandle | None,
+        pool: dict[str, Buffer] | None,
+        latest: dict[str, Any],
     ) -> Step:
         be, k = self.backend, op.kind
         if k in ("h2d", "d2h", "d2d"):
-            other = pool["device2"] if k == "d2d" else pool[op.host_memory]
-            return be.prepare_copy(k, s, pool["device"], other, op.nbytes, not op.is_async)
+            buffers = _planned(pool, op, "buffers")
+            other = buffers["device2"] if k == "d2d" else buffers[op.host_memory]
+            return be.prepare_copy(
+                k, _planned(s, op, "a stream"), buffers["device"], other, op.nbytes, not op.is_async
+            )
         if k == "memset":
-            return be.prepare_memset(s, pool["device"], op.nbytes, not op.is_async)
+            buffers = _planned(pool, op, "buffers")
+            return be.prepare_memset(
+                _planned(s, op, "a stream"), buffers["device"], op.nbytes, not op.is_async
+            )
         if k == "kernel":
             a = pool.get("device") if pool else None
             b = pool.get("device2") if pool else None
-            return be.prepare_kernel(op.kernel, s, a, b)
+            return be.prepare_kernel(
+                _planned(op.kernel, op, "a kernel"), _planned(s, op, "a stream"), a, b
+            )
         if k == "event_record":
-            ev = self.record_events[op.index] = latest[op.event] = self._event()
-            return be.prepare_event_record(ev, s)
+            name = _planned(op.event, op, "an event")
+            ev = self.record_events[op.index] = latest[name] = self._event()
+            return be.prepare_event_record(ev, _planned(s, op, "a stream"))
         if k in ("event_wait", "event_sync"):
-            if op.event not in latest:
-                latest[op.event] = self._event()  # never recorded: waiting on it is a no-op
-            ev = latest[op.event]
-            return be.prepare_event_wait(ev, s) if k == "event_wait" else be.prepare_event_sync(ev)
+            name = _planned(op.event, op, "an event")
+            if name not in latest:
+                latest[name] = self._event()  # never recorded: waiting on it is a no-op
+            ev = latest[name]
+            if k == "event_wait":
+                return be.prepare_event_wait(ev, _planned(s, op, "a stream"))
+            return be.prepare_event_sync(ev)
         if k == "stream_sync":
-            return be.prepare_stream_sync(s)
+            return be.prepare_stream_sync(_planned(s, op, "a stream"))
         if k == "device_sync":
             return be.prepare_device_sync()
         if k == "host_func":
             slot = self.host_slots[op.index] = new_slot(op.duration_ns)
-            return be.prepare_host_func(s, slot)
+            return be.prepare_host_func(_planned(s, op, "a stream"), slot)
         if k == "host":
             return functools.partial(busy_wait_ns, op.duration_ns)
         if k == "malloc":
-            return be.prepare_malloc(
-                self.malloc_slots, op.malloc_slot, self.plan.malloc_bytes[op.malloc_slot]
-            )
+            m = _planned(op.malloc_slot, op, "a malloc slot")
+            return be.prepare_malloc(self.malloc_slots, m, self.plan.malloc_bytes[m])
         if k == "free":
-            return be.prepare_free(self.malloc_slots, op.malloc_slot)
+            return be.prepare_free(self.malloc_slots, _planned(op.malloc_slot, op, "a malloc slot"))
         raise GpuError(f"op {op.index}: cannot execute a {k} op")
 
     def prefill_frees(self) -> None:
@@ -268,6 +284,13 @@ class _Run:
         self.events.clear()
         self.buffers.clear()
         _quietly(be.close)
+
+
+def _planned(value: T | None, op: OpPlan, what: str) -> T:
+    """``value``, which the planner gives every op of ``op``'s kind."""
+    if value is None:
+        raise GpuError(f"op {op.index}: a {op.kind} op planned without {what}")
+    return value
 
 
 def _quietly(fn: Callable[..., Any], *args: Any) -> None:

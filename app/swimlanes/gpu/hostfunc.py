@@ -49,4 +49,6 @@ def host_func_pointer() -> int:
         d[2] = now
 
     host_func_pointer.keepalive = callback  # type: ignore[attr-defined]
-    return int(callback.address)
+    address = callback.address
+    assert address is not None  # a cfunc given its signature is compiled at once
+    return int(address)

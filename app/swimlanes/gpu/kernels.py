@@ -86,7 +86,8 @@ def build(simulator: bool) -> Kernels:
     from numba import config, cuda, float32, int64
 
     # Pipelines launch tiny grids on purpose (launch-bound lessons); numba would warn each time.
-    config.CUDA_LOW_OCCUPANCY_WARNINGS = False
+    # (numba.config sets its options from the environment at import time: mypy sees none.)
+    config.CUDA_LOW_OCCUPANCY_WARNINGS = False  # type: ignore[attr-defined]
 
     timer = _timer(simulator)
 

@@ -43,7 +43,8 @@ class SimulatorBackend:
     def __init__(self, info: DeviceInfo = SIM_DEVICE, host_bytes: int | None = None) -> None:
         from numba import config, cuda
 
-        if not config.ENABLE_CUDASIM:
+        # numba.config sets its options from the environment at import time: mypy sees none.
+        if not config.ENABLE_CUDASIM:  # type: ignore[attr-defined]
             raise GpuError("the simulator backend needs NUMBA_ENABLE_CUDASIM=1")
         self.cuda = cuda
         self.info = info
@@ -135,7 +136,9 @@ class SimulatorBackend:
             self._kernel = stand_in
             self._scratch = cuda.device_array(1, dtype=np.float32)
 
-    def prepare_kernel(self, k: KernelPlan, s: StreamHandle, a: Buffer, b: Buffer) -> Step:
+    def prepare_kernel(
+        self, k: KernelPlan, s: StreamHandle, a: Buffer | None, b: Buffer | None
+    ) -> Step:
         self.compile_kernels()
         launch, out = self._kernel[1, 1, s.numba_stream], self._scratch
         kind = "kernel" if k.purpose == "op" else "warm-up kernel"
