@@ -17,11 +17,13 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check app tests benchmarks
+	$(VENV)/bin/mypy
 	QT_QPA_PLATFORM=offscreen $(PY) -m pytest -q -p no:cacheprovider
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check app tests benchmarks
 	$(VENV)/bin/ruff format --check app tests benchmarks
+	$(VENV)/bin/mypy
 
 format: $(STAMP)
 	$(VENV)/bin/ruff format app tests benchmarks

@@ -18,7 +18,7 @@ from pathlib import Path
 
 from swimlanes.model.io import save_pipeline
 from swimlanes.services.errors import CommandError
-from swimlanes.services.trace_pipeline import rebuild
+from swimlanes.services.trace_pipeline import TracePipeline, rebuild
 from swimlanes.timeline.compare import fmt_time
 from swimlanes.timeline.formats.io import save_run
 from swimlanes.timeline.formats.trace_import import read_timelines
@@ -78,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _report(result, trace: Path, run_path: Path, pipeline: str | None) -> None:  # noqa: ANN001
+def _report(result: TracePipeline, trace: Path, run_path: Path, pipeline: str | None) -> None:
     rebuilt = result.rebuilt
     program = rebuilt.pipeline.program
     print(f"trace     {trace} ({len(rebuilt.measured)} calls and GPU records kept)")

@@ -576,5 +576,7 @@ def _priority_range(be: CudaBackend) -> tuple[int, int]:
     drv = getattr(be, "drv", None)
     if drv is None:
         return 0, -5
-    lo, hi = be.check(drv.cuCtxGetStreamPriorityRange(), "cuCtxGetStreamPriorityRange")  # type: ignore[attr-defined]
+    # Only the real backend has a driver, and with it check() (not part of CudaBackend).
+    call = drv.cuCtxGetStreamPriorityRange()
+    lo, hi = be.check(call, "cuCtxGetStreamPriorityRange")  # type: ignore[attr-defined]
     return int(lo), int(hi)

@@ -426,9 +426,10 @@ def _meta(run: _Run, ranges: NvtxRanges, repeat: int) -> dict[str, Any]:
         "priorities": {s.name: s.priority for s in run.streams.values()},
         "host": dict(run.host),
     }
-    if getattr(probe, "unmatched", None):
+    unmatched = getattr(probe, "unmatched", None)
+    if unmatched:
         # Spans of these streams are missing: CUPTI gave a different number of records.
-        meta["cupti_unmatched"] = sorted(set(probe.unmatched))  # type: ignore[union-attr]
+        meta["cupti_unmatched"] = sorted(set(unmatched))
     return meta
 
 

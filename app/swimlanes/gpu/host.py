@@ -37,9 +37,10 @@ class HostIdentity:
         if not isinstance(data, dict):
             return None
         values = [data.get(key) for key in ("gpu", "driver", "cpu", "hostname")]
-        if not all(isinstance(v, str) for v in values):
+        strings = [v for v in values if isinstance(v, str)]
+        if len(strings) != len(values):
             return None
-        return cls(*(v[:_MAX_FIELD] for v in values))  # type: ignore[index]
+        return cls(*(v[:_MAX_FIELD] for v in strings))
 
     def describe(self) -> str:
         """``host gpu-7 (AMD EPYC 9654, driver 580.95.05)``, for messages."""

@@ -48,6 +48,7 @@ def host_func_pointer() -> int:
         d[1] = start
         d[2] = now
 
+    # The compiled callback must outlive every run that calls it: the cached function holds it.
     host_func_pointer.keepalive = callback  # type: ignore[attr-defined]
     address = callback.address
     assert address is not None  # a cfunc given its signature is compiled at once

@@ -355,7 +355,7 @@ class NvtxRanges:
 
     def _load(self) -> None:
         try:
-            import nvtx  # type: ignore[import-not-found]
+            import nvtx
 
             self.push, self.pop = nvtx.push_range, nvtx.pop_range
             self.status = "on (nvtx package)"

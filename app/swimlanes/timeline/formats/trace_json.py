@@ -26,6 +26,8 @@ from swimlanes.timeline.timeline import TIMELINE_FORMAT
 #: value such as ``deviceProperties``); a longer one is refused before it fills memory.
 MAX_VALUE_CHARS = 16 * 1024 * 1024
 
+# _WS, _SEP and _NUMBERS match at every position (each part is optional), so their
+# match() is never None, which mypy cannot know (hence the ignores after their uses).
 _WS = re.compile(r"[ \t\n\r]*")
 _SEP = re.compile(r"[ \t\n\r]*([,\]]?)[ \t\n\r]*")
 # The characters of a list of JSON numbers (anything else ends the run).
