@@ -300,11 +300,33 @@ def make_window_shots(out_dir: Path, wanted: Callable[[str], bool]) -> list[Path
             written.append(_side_by_side(shooter, *measurement))
         if measurement is not None and wanted("charts-search"):
             written.append(_charts_search(shooter, *measurement))
+        if wanted("help-guide") or wanted("shortcut-sheet"):
+            written.extend(_help_shots(shooter, wanted))
     finally:
         shooter.close()
     if shooter.dialogs:
         raise RuntimeError(f"dialogs popped up while shooting: {shooter.dialogs}")
     return written
+
+
+def _help_shots(shooter: Shooter, wanted: Callable[[str], bool]) -> list[Path]:
+    """Help > User guide at the comparing page, and Help > Keyboard shortcuts."""
+    from swimlanes.ui.help_viewer import open_guide, open_shortcuts
+
+    w = shooter.window
+    shots: list[Path] = []
+    if wanted("help-guide"):
+        guide = open_guide(w, "comparing.md")
+        guide.resize(1100, 720)
+        shooter.settle(0.3)
+        shots.append(shooter.save("help-guide", guide))
+        guide.close()
+    if wanted("shortcut-sheet"):
+        sheet = open_shortcuts(w)
+        shooter.settle(0.2)
+        shots.append(shooter.save("shortcut-sheet", sheet))
+        sheet.close()
+    return shots
 
 
 def _schedule_only(shooter: Shooter) -> None:
@@ -481,6 +503,8 @@ WINDOW_SHOTS = (
     "window-insights",
     "window-side-by-side",
     "charts-search",
+    "help-guide",
+    "shortcut-sheet",
 )
 
 if __name__ == "__main__":

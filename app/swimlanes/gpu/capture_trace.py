@@ -61,9 +61,14 @@ def capture_trace(records: dict[str, list[dict[str, Any]]], info: dict[str, Any]
     events += _gpu_events(records, t0)
     events += _sync_events(records.get("sync", []), records.get("cuda_event", []), t0)
     events.sort(key=lambda e: (e["ts"], e["pid"], e["tid"]))
+    used = {e["args"]["stream"] for e in events if isinstance(e["args"].get("stream"), int)}
     streams = {
-        str(int(s["stream_id"])): {"flag": s.get("flag"), "priority": int(s.get("priority", 0))}
+        str(int(s["stream_id"])): {
+            "flag": str(s.get("flag", "")).removeprefix("FLAG_"),
+            "priority": _signed32(int(s.get("priority", 0))),
+        }
         for s in records.get("stream", [])
+        if int(s["stream_id"]) in used  # the streams the kept work ran on
     }
     return {
         "schemaVersion": 1,
@@ -72,6 +77,11 @@ def capture_trace(records: dict[str, list[dict[str, Any]]], info: dict[str, Any]
         CAPTURE_KEY: {**info, "streams": streams, "t0_ns": t0},
         "traceEvents": events,
     }
+
+
+def _signed32(value: int) -> int:
+    """CUPTI reports a stream priority as uint32 (-1 as 4294967295)."""
+    return value - (1 << 32) if value >= 1 << 31 else value
 
 
 def _api_events(

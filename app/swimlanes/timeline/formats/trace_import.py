@@ -321,7 +321,7 @@ def _capture_meta(top: dict[str, Any], stream_name: dict[tuple, str]) -> dict[st
     streams = info.get("streams")
     if isinstance(streams, dict):
         out["stream_flags"] = {
-            names[int(sid)]: value
+            names[int(sid)]: _stream_flags(value)
             for sid, value in streams.items()
             if isinstance(sid, str)
             and sid.isdigit()
@@ -329,6 +329,16 @@ def _capture_meta(top: dict[str, Any], stream_name: dict[tuple, str]) -> dict[st
             and isinstance(value, dict)
         }
     return out
+
+
+def _stream_flags(value: dict[str, Any]) -> dict[str, Any]:
+    """A created stream's flag (DEFAULT, NON_BLOCKING) and signed priority: CUPTI names the
+    flag FLAG_DEFAULT and reports the priority as uint32."""
+    priority = value.get("priority")
+    priority = priority if type(priority) is int else 0
+    if priority >= 1 << 31:
+        priority -= 1 << 32
+    return {"flag": str(value.get("flag", "")).removeprefix("FLAG_"), "priority": priority}
 
 
 def _device_name(top: dict[str, Any], sink: EventCollector) -> str:
