@@ -1,12 +1,13 @@
-"""The planner's per-shape rows for all shapes at once, column by column (numpy).
+"""The planner's op shapes for all shapes at once, column by column (numpy).
 
 ``plan_ops`` works out each op shape once. Captured programs give almost every op a shape of
 its own, and working them out one at a time (``plan._new_shape``) took about 40% of such a
-simulation. :func:`shape_rows` computes the same rows column-wise, with the same floating-point
-operations in the same order (numpy's float64 arithmetic and ``rint`` are IEEE's, as Python's
-``/``, ``*`` and ``round``; logarithms come from ``math.log`` as in
+simulation. :func:`shape_columns` computes the same values column-wise, with the same
+floating-point operations in the same order (numpy's float64 arithmetic and ``rint`` are
+IEEE's, as Python's ``/``, ``*`` and ``round``; logarithms come from ``math.log`` as in
 ``presets._interpolate_gbps``), so the plan is identical. ``plan._shape`` stays the readable
-statement of these rules; this is the same rules, in bulk.
+statement of these rules; this is the same rules, in bulk. :func:`within_limits` does the same
+for the totals of ``plan._check_work``.
 
 It handles the case where every shape is good: when any value would be refused (or is not of
 the plain types a validated pipeline holds) it returns None, and plan_ops works the shapes out
