@@ -1,4 +1,4 @@
-"""Where the shipped resources (examples, presets, measurements, icons) are.
+"""Where the shipped resources (examples, captured lessons, presets, measurements, icons) are.
 
 In a source checkout they are the repository's ``resources/``; in an installed wheel or a
 desktop bundle they are copied into the package as ``swimlanes/_resources``.
@@ -25,6 +25,22 @@ def resource_dir() -> Path:
 
 def examples_dir() -> Path:
     return resource_dir() / "examples"
+
+
+def captures_dir() -> Path:
+    """Pipelines rebuilt from real programs captured on a GPU (``swimlanes capture`` of
+    ``programs/``); their measured runs are in :func:`measurements_dir`."""
+    return resource_dir() / "captures"
+
+
+def programs_dir() -> Path:
+    """The Python programs the shipped captures come from."""
+    return resource_dir() / "programs"
+
+
+def capture_names() -> list[str]:
+    """Names of the shipped captured lessons (file stems), sorted."""
+    return sorted(p.stem for p in captures_dir().glob("*.json"))
 
 
 def presets_dir() -> Path:
@@ -54,7 +70,10 @@ def example_names() -> list[str]:
 
 
 def example_path(name: str) -> Path:
-    return examples_dir() / f"{name}.json"
+    """A shipped example's file, or a shipped captured lesson's (``captured-...``)."""
+    path = examples_dir() / f"{name}.json"
+    captured = captures_dir() / f"{name}.json"
+    return captured if not path.is_file() and captured.is_file() else path
 
 
 def pipeline_argument(arg: str) -> Path:

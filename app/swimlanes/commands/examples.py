@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from swimlanes.model.io import write_text_atomic
-from swimlanes.resources import example_names, example_path
+from swimlanes.resources import capture_names, example_names, example_path
 from swimlanes.services.errors import CommandError
 
 
@@ -30,10 +30,15 @@ def example_info(name: str) -> dict[str, Any]:
 
 def _list() -> None:
     infos = [example_info(n) for n in example_names()]
+    captured = [example_info(n) for n in capture_names()]
     if not infos:
         raise CommandError("no examples are installed")
-    width = max(len(i["name"]) for i in infos) + 2
+    width = max(len(i["name"]) for i in infos + captured) + 2
     for i in infos:
+        print(f"{i['name']:<{width}}{i['lesson']}  [{i['device']}, {i['ops']} ops]")
+    if captured:
+        print("\nreal programs captured on an H200 (resources/programs), with their measurements:")
+    for i in captured:
         print(f"{i['name']:<{width}}{i['lesson']}  [{i['device']}, {i['ops']} ops]")
     print(
         "\nshow one: swimlanes examples NAME    write it: swimlanes examples NAME -o FILE.json"
@@ -52,7 +57,7 @@ def run(args: argparse.Namespace) -> int:
             raise CommandError("-o needs an example NAME (see `swimlanes examples`)")
         _list()
         return 0
-    names = example_names()
+    names = example_names() + capture_names()
     if args.name not in names:
         raise CommandError(f"no example named {args.name!r}; choose one of {', '.join(names)}")
     text = example_path(args.name).read_text(encoding="utf-8")
