@@ -14,8 +14,8 @@ Alt+Left / Alt+Right        zoom back / forward     } (op navigation, delete, mo
 Esc                         hide the ruler, then close the search bar
 ==========================  =====================================================
 
-One application-level event filter handles them, before the focus widget sees the key, and
-only for the window the charts are in. The zoom history records the view before each user
+An event filter on the focus widget (moved along as the focus moves, within the charts'
+window only) handles them before the widget sees the key. The zoom history records the view before each user
 zoom; a burst of changes (a wheel spin, a drag, a held key) is one entry.
 """
 
@@ -139,8 +139,17 @@ class ChartNavigation(QObject):
         for chart in self._charts():
             chart.view_changed_by_user.connect(self._on_user_view)
         app = QApplication.instance()
-        if app is not None:
-            app.installEventFilter(self)
+        if isinstance(app, QApplication):
+            app.focusChanged.connect(self._on_focus_changed)
+            self._on_focus_changed(None, app.focusWidget())
+
+    def _on_focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
+        # Keys go to the focus widget (to the window when nothing has the focus): watching
+        # just that one costs nothing per event elsewhere, unlike an application-wide filter
+        # (which slowed every event of the application down through Python).
+        for widget in (new, *self._home_windows()):
+            if widget is not None and self._in_home_window(widget):
+                widget.installEventFilter(self)  # Qt keeps one entry per filter and widget
 
     def _charts(self) -> list[GanttChart]:
         return [self.charts.simulated_chart, self.charts.measured_chart]
@@ -299,7 +308,10 @@ class ChartNavigation(QObject):
         app = QApplication.instance()
         if isinstance(app, QApplication) and (app.activePopupWidget() or app.activeModalWidget()):
             return False
-        return any(obj.window() is w for w in self._home_windows())
+        return self._in_home_window(obj)
+
+    def _in_home_window(self, widget: QWidget) -> bool:
+        return any(widget.window() is w for w in self._home_windows())
 
     def _home_windows(self) -> list[QWidget]:
         """The charts' window and, when their dock floats, the main window it belongs to."""
