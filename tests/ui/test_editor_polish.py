@@ -8,7 +8,7 @@ from pathlib import Path
 
 from PySide6.QtCore import QMimeData, QPointF, QSettings, Qt
 from PySide6.QtTest import QTest
-from test_editor_helpers import MIB, Editor, drop_point, sample, send_drop
+from test_editor_helpers import MIB, drop_point, sample, send_drop
 
 from swimlanes.model.generators import random_pipeline
 from swimlanes.ui.app import create_application

@@ -58,6 +58,8 @@ class LessonDialog(QDialog):
         self.setObjectName("lesson_dialog")
         self.setWindowTitle(f"Lesson: {title}" if title else "Lesson")
         self.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        # beside the window, which keeps the keyboard: the example is there to be tried
+        self.setAttribute(Qt.WidgetAttribute.WA_ShowWithoutActivating)
         self.settings = settings
         text = QLabel(f"<h3>{html.escape(title)}</h3><p>{html.escape(description)}</p>", self)
         text.setWordWrap(True)
@@ -102,4 +104,7 @@ def offer_first_lesson(window: QWidget, settings: Settings, example: str, extra:
         return False
     mark_lesson_shown(settings, example)
     show_lesson_dialog(window, settings, extra, example)
+    # the window keeps the keyboard (the lesson stays above it, as its dialog): what was
+    # being typed or clicked goes on undisturbed
+    window.activateWindow()
     return True
