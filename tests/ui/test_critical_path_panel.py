@@ -66,3 +66,28 @@ def test_a_newer_timeline_wins_and_none_clears(qtbot) -> None:
     panel.set_timeline(None)
     assert panel.steps.rowCount() == 0 and not panel.select_path.isEnabled()
     assert panel.summary.text() == "No timeline yet."
+
+
+def test_the_window_tab_follows_edits_and_selects_the_path(qtbot, tmp_path) -> None:
+    from test_main_window import make_window
+
+    from swimlanes.model.document import Op
+    from swimlanes.model.edits import InsertOps
+    from swimlanes.ui.app import open_initial
+
+    win = make_window(qtbot, tmp_path)
+    open_initial(win, None)
+    tabs = win.bottom_tabs
+    assert win.critical.path() is None  # hidden: not computed
+    tabs.setCurrentWidget(win.critical)
+    assert win.critical.path() is not None and win.critical.steps.rowCount() > 0
+    before = win.critical.path().makespan_ns
+    # A long kernel on a stream of its own becomes the path.
+    long = Op("kernel", stream="s1", label="K long", blocks=1, threads=32, duration_us=500_000.0)
+    assert win.controller.push(InsertOps(len(win.controller.pipeline.program), [long]))
+    qtbot.waitUntil(lambda: win.critical.path() is not None
+                    and win.critical.path().makespan_ns != before)  # fmt: skip
+    labels = [win.critical.steps.item(r, 7).text() for r in range(win.critical.steps.rowCount())]
+    assert "K long" in labels
+    win.critical.select_path.click()
+    assert sorted(win.controller.selected_indexes()) == win.critical.path_ops()

@@ -37,6 +37,7 @@ from swimlanes.ui.actions import (
 from swimlanes.ui.autosave import Autosaver, discard_recovery, has_recovery, read_recovery
 from swimlanes.ui.code_view import CodeDock, CodeView
 from swimlanes.ui.comparison_table import ComparisonTable
+from swimlanes.ui.critical_path_panel import CriticalPathPanel
 from swimlanes.ui.device_controls import DeviceControls
 from swimlanes.ui.dialogs import FileHandling
 from swimlanes.ui.document_controller import DocumentController
@@ -119,6 +120,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.band = PredictionBand(self.charts.simulated_chart, self)
         self.table = ComparisonTable()
         self.insights = InsightsPanel()
+        self.critical = CriticalPathPanel()
         self.code_view = CodeView(c)
 
         editor = QSplitter(Qt.Orientation.Vertical)
@@ -157,6 +159,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.bottom_tabs.setObjectName("bottom_tabs")
         self.bottom_tabs.addTab(self.table, "Comparison table")
         self.bottom_tabs.addTab(self.insights, "Insights")
+        self.bottom_tabs.addTab(self.critical, "Critical path")
         schedule = QSplitter(Qt.Orientation.Vertical)
         schedule.setObjectName("schedule_splitter")
         schedule.addWidget(charts_box)
@@ -278,6 +281,8 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.table.selection_changed.connect(c.set_selection_indexes)
         self.insights.ops_selected.connect(c.set_selection_indexes)
         self.bottom_tabs.currentChanged.connect(lambda _i: self._refresh_insights())
+        self.bottom_tabs.currentChanged.connect(lambda _i: self.refresh_critical_path())
+        self.critical.ops_selected.connect(c.set_selection_indexes)
 
         c.replaced.connect(self._on_document_replaced)
         self.autosaver.failed.connect(self._on_autosave_failed)
@@ -409,6 +414,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.measurement_task.shutdown()
         self.sim_runner.shutdown()
         self.band.shutdown()
+        self.critical.shutdown()
         self.autosaver.stop()
         self.autosaver.discard()
         self.arrangement.editing_arrangement_now()

@@ -125,7 +125,20 @@ class SimulationResults:
         self.band.set_measured(meas if matches else None)
         self._insights_stale = True
         self._insights_timer.start()  # after the chart is drawn, and once per burst of edits
+        self._critical_path_stale = True
+        self.refresh_critical_path()
         self._on_selection_changed()
+
+    def refresh_critical_path(self) -> None:
+        """The Critical path tab follows the simulation (else the measurement) while it is
+        shown; hidden, it is brought up to date when it is opened."""
+        if self.bottom_tabs.currentWidget() is not self.critical:
+            return
+        if getattr(self, "_critical_path_stale", True):
+            self._critical_path_stale = False
+            self.critical.set_timeline(
+                self.simulated if self.simulated is not None else self.measured
+            )
 
     def _refresh_insights(self) -> None:
         sim = self.simulated
