@@ -28,6 +28,7 @@ class Actions:
     new: QAction
     open: QAction
     open_measurement: QAction
+    open_trace_as_pipeline: QAction
     save: QAction
     save_as: QAction
     save_measurement: QAction
@@ -134,6 +135,12 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
             "Open a measured run or a profiler trace to compare with the model",
             shortcut="Ctrl+M",
         ),
+        open_trace_as_pipeline=a(
+            window,
+            "Open trace as &pipeline...",
+            "Rebuild a profiler trace or measured run as an editable pipeline, shown beside its "
+            "measurement",
+        ),
         save=a(
             window, "&Save", "Save the pipeline", shortcut=Key.Save, icon=SP.SP_DialogSaveButton
         ),
@@ -236,6 +243,7 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
     file.addActions([a.save, a.save_as])
     file.addSeparator()
     file.addAction(a.open_measurement)
+    file.addAction(a.open_trace_as_pipeline)
     shipped = file.addMenu("Shipped measurements")
     file.addAction(a.save_measurement)
     file.addSeparator()

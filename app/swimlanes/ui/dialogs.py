@@ -136,6 +136,7 @@ class FileHandling:
         a.save_as.triggered.connect(self.save_as)
         a.quit.triggered.connect(self.close)
         a.open_measurement.triggered.connect(lambda: self.open_measurement())
+        a.open_trace_as_pipeline.triggered.connect(lambda: self.open_trace_as_pipeline())
         a.save_measurement.triggered.connect(self.save_measurement)
         a.save_measurement.setEnabled(False)
         a.export_image.triggered.connect(lambda: self.export_image(visible_range=False))

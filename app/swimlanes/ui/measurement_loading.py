@@ -103,6 +103,26 @@ class MeasurementLoading:
         self.status("")  # the progress bar names the file
         return True
 
+    def open_trace_as_pipeline(self, path: str | None = None) -> bool:
+        """Rebuild a trace or run as a pipeline (swimlanes.timeline.reconstruct) and open it
+        as the document with the measurement beside it; False if nothing was started."""
+        from swimlanes.resources import measurements_dir
+
+        path = path or dialogs.open_file(
+            self,  # type: ignore[arg-type]
+            "Open trace as pipeline",
+            str(measurements_dir()),
+            dialogs.MEASUREMENT_FILTER,
+        )
+        if not path:
+            return False
+        self._loading_path = path
+        self._rebuilding = True
+        self.load_progress.begin(Path(path).name, "Rebuilding")
+        self.measurement_task.start(_rebuilder(path))
+        self.status("")
+        return True
+
     def is_loading_measurement(self) -> bool:
         return self.measurement_task.is_busy()
 
@@ -116,19 +136,23 @@ class MeasurementLoading:
     def _on_measurement_loaded(self, result: tuple[Any, Any]) -> None:
         timeline, pipeline = result
         name = Path(self._loading_path or "").name
-        if pipeline is not None and self._should_adopt(pipeline, name):
+        rebuilt, self._rebuilding = getattr(self, "_rebuilding", False), False
+        if pipeline is not None and (rebuilt or self._should_adopt(pipeline, name)):
             if not self.maybe_save():  # type: ignore[attr-defined]
                 return
             self._replace_document(pipeline, None, None)  # type: ignore[attr-defined]
         self.set_measured(timeline, pipeline)  # type: ignore[attr-defined]
         self.charts.fit_all()
         self.status(
-            f"Opened measurement {name}: {len(timeline)} ops on "
+            f"Rebuilt {name} as a pipeline of {len(pipeline.program)} ops beside its measurement"
+            if rebuilt
+            else f"Opened measurement {name}: {len(timeline)} ops on "
             f"{timeline.device or 'unknown device'}"
         )
 
     def _on_measurement_failed(self, err: BaseException) -> None:
         name = Path(self._loading_path or "").name
+        self._rebuilding = False
         self.status(f"Cannot open measurement {name}")
         if isinstance(err, ValueError | OSError):  # TraceError is a ValueError
             message = str(err) or type(err).__name__
@@ -159,3 +183,19 @@ def _loader(path: str) -> Any:  # noqa: ANN401 - the work function a TaskRunner 
         return load_timeline_any(path, progress=progress, cancel=cancel)
 
     return load
+
+
+def _rebuilder(path: str) -> Any:  # noqa: ANN401 - the work function a TaskRunner runs
+    def rebuild(progress: Any, cancel: Any) -> tuple[Any, Any]:  # noqa: ANN401
+        from swimlanes.services.errors import CommandError
+        from swimlanes.services.trace_pipeline import rebuild as rebuild_timeline
+        from swimlanes.timeline.formats.io import load_timeline_any
+
+        timeline, _ = load_timeline_any(path, progress=progress, cancel=cancel)
+        try:
+            result = rebuild_timeline(timeline, None, name=f"{Path(path).stem} (rebuilt)")
+        except CommandError as err:  # shown like any unreadable file
+            raise ValueError(str(err)) from None
+        return result.rebuilt.measured, result.rebuilt.pipeline
+
+    return rebuild

@@ -174,10 +174,22 @@ def _same_ops(simulated: Timeline, measured: Timeline) -> bool:
     """Whether a measurement is of this pipeline: the same op kinds at the same program indexes.
 
     After an edit, or for a profiler trace of other code, matching rows by index would compare
-    unrelated ops, so the table and the flags are left out then.
+    unrelated ops, so the table and the flags are left out then. A pipeline rebuilt from a
+    trace has ops the trace has no row for (host ops for the program's own time), and the
+    trace rows it could not replay carry indexes past the program: every row within the
+    program must then be the op at its index.
     """
+    if len(simulated) == len(measured):
+        return np.array_equal(simulated.index, measured.index) and np.array_equal(
+            simulated.kind, measured.kind
+        )
+    if not bool(measured.meta.get("calls")):  # only a rebuilt trace may leave ops unmeasured
+        return False
+    inside = measured.index < len(simulated)
+    at = measured.index[inside]
     return (
-        len(simulated) == len(measured)
-        and np.array_equal(simulated.index, measured.index)
-        and np.array_equal(simulated.kind, measured.kind)
+        bool(inside.any())
+        and len(np.unique(at)) == len(at)
+        and np.array_equal(simulated.index, np.arange(len(simulated)))
+        and np.array_equal(simulated.kind[at], measured.kind[inside])
     )
