@@ -300,6 +300,10 @@ def make_window_shots(out_dir: Path, wanted: Callable[[str], bool]) -> list[Path
             written.append(_side_by_side(shooter, *measurement))
         if measurement is not None and wanted("charts-search"):
             written.append(_charts_search(shooter, *measurement))
+        if measurement is not None and wanted("charts-rows"):
+            written.append(_charts_rows(shooter, *measurement))
+        if wanted("charts-coverage"):
+            written.extend(_charts_coverage(shooter))
         if wanted("help-guide") or wanted("shortcut-sheet"):
             written.extend(_help_shots(shooter, wanted))
     finally:
@@ -423,6 +427,53 @@ def _charts_search(shooter: Shooter, example: str, run_path: Path) -> Path:
     return shot
 
 
+def _charts_rows(shooter: Shooter, example: str, run_path: Path) -> Path:
+    """Rows like a profiler's: engines collapsed into one summary row, a stream pinned on top,
+    kernels coloured by name, and the ruler's table of a 20 ms range."""
+    from swimlanes.timeline.formats.io import load_run
+
+    w = shooter.window
+    if w.measured is None:
+        shooter.open_example(example)
+        w.set_measured(*load_run(run_path))
+        _schedule_only(shooter)
+        _split_schedule(w, 0.78)
+        shooter.settle()
+    w.charts.fit_all()
+    chart = w.charts.simulated_chart
+    chart.set_group_collapsed("engines", True)
+    chart.pin_row("stream:s3")
+    w.actions.kernel_colours.setChecked(True)
+    chart.set_ruler_ns(10_000_000, 30_000_000)
+    shooter.settle(0.3)
+    shot = shooter.save("charts-rows", w.charts)
+    chart.clear_ruler()
+    chart.row_group_state().reset()
+    w.actions.kernel_colours.setChecked(False)
+    return shot
+
+
+def _charts_coverage(shooter: Shooter) -> list[Path]:
+    """A launch-bound run at overview: 400 tiny kernels shaded by the time they cover, so the
+    stream row reads 11 % busy and the host row, launching them, nearly solid."""
+    from swimlanes.resources import example_path
+    from swimlanes.services.runs import shipped_measurement
+    from swimlanes.timeline.formats.io import load_run
+
+    run_path = shipped_measurement(example_path("launch-bound"))
+    if run_path is None:
+        return []
+    w = shooter.window
+    shooter.open_example("launch-bound")
+    w.set_measured(*load_run(run_path))
+    _schedule_only(shooter)
+    _split_schedule(w, 0.78)
+    shooter.settle()
+    w.charts.fit_all()
+    shooter.settle(0.2)
+    return [shooter.save("charts-coverage", w.charts)]
+
+
 #: Exported side-by-side images: name -> the example whose shipped H200 measurement it shows.
 #: ``readme-side-by-side`` is the one README.md shows.
 MEASURED_EXPORTS = {
@@ -503,6 +554,8 @@ WINDOW_SHOTS = (
     "window-insights",
     "window-side-by-side",
     "charts-search",
+    "charts-rows",
+    "charts-coverage",
     "help-guide",
     "shortcut-sheet",
 )

@@ -149,7 +149,8 @@ class GanttChart(RowGroupsMixin, QWidget):
         self._relayout(fit=False)
 
     def rows(self) -> list[str]:
-        """Row keys top to bottom: "host", "stream:NAME", "engine:NAME", "compute"."""
+        """Row keys top to bottom: "host", "stream:NAME", "engine:NAME", "compute", and
+        "group:NAME" for a collapsed group's summary row (pinned rows come first)."""
         return list(self.rows_model.keys)
 
     def row_titles(self) -> list[str]:

@@ -91,7 +91,7 @@ class RangeStatsPanel(QFrame):
         self.table.setSelectionMode(QAbstractItemView.SelectionMode.ExtendedSelection)
         self.table.setShowGrid(False)
         header = self.table.horizontalHeader()
-        header.setSectionResizeMode(0, QHeaderView.ResizeMode.ResizeToContents)
+        header.setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
         header.setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
         header.setSectionResizeMode(2, QHeaderView.ResizeMode.ResizeToContents)
         box = QVBoxLayout(self)
@@ -137,7 +137,11 @@ class RangeStatsPanel(QFrame):
         """As small as the table, at most the parent's height, in its top right corner."""
         parent = self.parentWidget()
         t = self.table
-        width = t.horizontalHeader().length() + 4 + t.verticalScrollBar().sizeHint().width()
+        # the columns' own widths: the header's length lags until the table is laid out
+        columns = sum(
+            max(t.sizeHintForColumn(c), t.horizontalHeader().sectionSizeHint(c)) for c in range(3)
+        )
+        width = columns + 2 * t.frameWidth() + t.verticalScrollBar().sizeHint().width() + 16
         rows_h = sum(t.rowHeight(r) for r in range(t.rowCount()))
         height = rows_h + t.horizontalHeader().height() + self.title.sizeHint().height() + 24
         if parent is not None:
