@@ -65,7 +65,9 @@ def shape_columns(
     """The program's Shapes (``keys`` in shape order, as plan_ops builds them; ``first``
     their first ops), or None when one-by-one must decide."""
     try:
-        return _shape_columns(keys, first, program, preset, plan, stream_index, costs)
+        # Times past every limit (a tiny bandwidth) overflow to inf, which is then refused.
+        with np.errstate(over="ignore", divide="ignore", invalid="ignore"):
+            return _shape_columns(keys, first, program, preset, plan, stream_index, costs)
     except (_Refused, TypeError, ValueError, OverflowError, KeyError, AttributeError):
         return None  # (unvalidated values of odd types, too: the one-by-one path judges them)
 
