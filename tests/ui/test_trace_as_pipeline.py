@@ -42,3 +42,16 @@ def test_a_file_that_is_no_trace_says_so_and_keeps_the_document(
     qtbot.waitUntil(lambda: not win.is_loading_measurement(), timeout=10_000)
     assert shown and "bad.json" in shown[0]
     assert win.controller.pipeline.to_dict() == before
+
+
+def test_the_captured_lessons_are_in_the_examples_menu_with_their_measurement(
+    qtbot, tmp_path
+) -> None:
+    win = make_window(qtbot, tmp_path)
+    open_initial(win, None)
+    texts = [a.text() for a in win.menus.examples.actions()]
+    assert "Captured programs" in texts
+    entry = next(a for a in win.menus.examples.actions() if "(captured-cupy-streams)" in a.text())
+    entry.trigger()
+    assert win.example_name == "captured-cupy-streams"
+    assert [p.name for p in win.shipped_measurements()] == ["captured-cupy-streams.h200.json"]

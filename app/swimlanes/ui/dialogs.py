@@ -270,7 +270,7 @@ class FileHandling:
             menu.addAction("Clear list", self.settings.clear_recent_files)
 
     def fill_examples_menu(self) -> None:
-        from swimlanes.resources import example_names, example_path
+        from swimlanes.resources import capture_names, example_names, example_path
 
         menu = self.menus.examples
         menu.clear()
@@ -280,6 +280,13 @@ class FileHandling:
             menu.addAction(text, lambda n=name: self.open_example(n))
         if menu.isEmpty():
             menu.addAction("No examples found").setEnabled(False)
+        captured = capture_names()
+        if captured:  # real programs captured on a GPU, each with its measurement
+            menu.addSection("Captured programs")
+        for name in captured:
+            lesson = _lesson_title(example_path(name))
+            menu.addAction(f"{lesson}  ({name})" if lesson else name,
+                           lambda n=name: self.open_example(n))  # fmt: skip
 
     def shipped_measurements(self) -> list[Path]:
         """Shipped measured runs of the open example (``<example>.<device>.json``)."""
