@@ -25,6 +25,7 @@ load makes single runs vary; README quotes such medians).
 compares that code with this one (or with ``--this APP_DIR``): engine runs interleaved in one process (both module sets
 loaded side by side) and CLI runs interleaved as subprocesses, printing per size the ratio
 baseline / this of CPU time, median and range over ``--repeat`` rounds (at least 5 is sensible).
+Figures measured with it, and where the time goes: benchmarks/results/engine-2-core.md.
 """
 
 from __future__ import annotations
