@@ -6,7 +6,7 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPolygonF
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPicture, QPolygonF
 
 from swimlanes.ui.gantt.row_groups import GroupSpan
 
@@ -56,6 +56,8 @@ class RowAxisItem(pg.AxisItem):
         self._titles: list[str] = []
         self._spans: list[GroupSpan] = []
         self.colour = QColor("#000000")
+        self._gutter = QPicture()
+        self._gutter_key: tuple | None = None
 
     def set_titles(self, titles: list[str]) -> None:
         self._titles = list(titles)
@@ -87,9 +89,27 @@ class RowAxisItem(pg.AxisItem):
 
     def paint(self, p: QPainter, opt, widget) -> None:  # noqa: ANN001
         super().paint(p, opt, widget)
-        if self.linkedView() is None:
+        if self.linkedView() is None or not self._spans:
             return
-        p.save()
+        # recorded once per layout (like the axis' own text): replaying is cheap on each paint
+        key = (
+            tuple((s.group, s.first, s.count, s.members, s.collapsed) for s in self._spans),
+            self.colour.rgba(),
+            self._background().rgba(),
+            round(self._row_y(0), 1),
+            round(self._row_y(len(self._titles)), 1),
+            p.font().key(),
+        )
+        if key != self._gutter_key:
+            self._gutter_key = key
+            self._gutter = QPicture()
+            painter = QPainter(self._gutter)
+            painter.setFont(p.font())
+            self._paint_gutter(painter)
+            painter.end()
+        p.drawPicture(0, 0, self._gutter)
+
+    def _paint_gutter(self, p: QPainter) -> None:
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
         font = QFont(p.font())
         font.setPointSizeF(max(font.pointSizeF() * 0.8, 6.0))
@@ -99,7 +119,6 @@ class RowAxisItem(pg.AxisItem):
             if span.group != "pinned" and span.members < 2:
                 continue  # nothing to collapse: no bracket
             self._paint_span(p, span, fm)
-        p.restore()
 
     def _paint_span(self, p: QPainter, span: GroupSpan, fm: QFontMetricsF) -> None:
         bottom = self._row_y(span.first + span.count)
