@@ -21,10 +21,13 @@ zoom; a burst of changes (a wheel spin, a drag, a held key) is one entry.
 
 from __future__ import annotations
 
+import contextlib
+import weakref
 from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
+import shiboken6
 from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QAction, QCursor, QKeyEvent
 from PySide6.QtWidgets import (
@@ -67,6 +70,11 @@ _TEXT_WIDGETS = (
     QComboBox,  # letters pick items in a combo box
     QKeySequenceEdit,
 )
+
+
+def _disconnect(signal: Any, slot: Callable[..., None]) -> None:
+    with contextlib.suppress(RuntimeError, TypeError):  # already gone with the application
+        signal.disconnect(slot)
 
 
 class ZoomHistory:
@@ -140,7 +148,17 @@ class ChartNavigation(QObject):
             chart.view_changed_by_user.connect(self._on_user_view)
         app = QApplication.instance()
         if isinstance(app, QApplication):
-            app.focusChanged.connect(self._on_focus_changed)
+            # through a weak reference: the application's focus changes outlive these charts
+            # (a bound method of a deleted QObject would fail when the signal fires)
+            ref = weakref.ref(self)
+
+            def on_focus_changed(old: QWidget | None, new: QWidget | None) -> None:
+                nav = ref()
+                if nav is not None and shiboken6.isValid(nav):
+                    nav._on_focus_changed(old, new)
+
+            app.focusChanged.connect(on_focus_changed)
+            self.destroyed.connect(lambda: _disconnect(app.focusChanged, on_focus_changed))
             self._on_focus_changed(None, app.focusWidget())
 
     def _on_focus_changed(self, _old: QWidget | None, new: QWidget | None) -> None:
