@@ -26,7 +26,7 @@ DESKTOP_FILES: dict[str, Path] = {
 }
 #: What a source distribution is built from (a copy, so that nothing is written into the
 #: checkout and no stale build/ output slips into the wheel).
-SOURCES = ("app", "resources", "packaging", "pyproject.toml", "README.md", "LICENSE")
+SOURCES = ("app", "resources", "docs", "packaging", "pyproject.toml", "README.md", "LICENSE")
 
 
 def _run(args: list[str], cwd: Path, timeout: float = 120) -> subprocess.CompletedProcess[str]:
