@@ -87,6 +87,7 @@ EV_CALLBACK = 4  # a host function finished
 _END = -1  # host behaviour code of the row past the program (see _Run.loop)
 _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
+_UNSEEN = ()  # a kernel shape not met yet (see _Run.make_to_kernel)
 
 
 class SimulationCancelled(Exception):
@@ -182,13 +183,19 @@ class _Run(QueueDrain):
         kernel, stream, priority = plan.kernel, plan.stream, plan.priority
         add, pending, group_kernel = blocks.add, blocks.pending, self.group_kernel
         signal_delay, tail, compute = self.signal_delay, self.kernel_tail, self.compute_engine
-        first_alone: dict[int, tuple] = {}  # per kernel shape (plan shares one tuple per shape)
+        # Per kernel shape (plan shares one tuple per shape): its first batch alone, worked out
+        # for the shape's second kernel (None: seen once). A kernel without it gets the same
+        # batch from BlockScheduler._start_alone; most shapes of captured programs occur once.
+        first_alone: dict[int, tuple | None] = {}
 
         def to_kernel(i: int, t: int) -> None:
             shape = kernel[i]
-            alone = first_alone.get(id(shape))
+            key = id(shape)
+            alone = first_alone.get(key, _UNSEEN)
             if alone is None:
-                alone = first_alone[id(shape)] = blocks.first_batch_alone(shape, tail)
+                alone = first_alone[key] = blocks.first_batch_alone(shape, tail)
+            elif alone is _UNSEEN:
+                alone = first_alone[key] = None
             s = stream[i]
             if signal_delay:
                 group_kernel(i, s)
