@@ -6,7 +6,6 @@ from __future__ import annotations
 import tomllib
 from pathlib import Path
 
-import pytest
 from PySide6.QtCore import QSettings, QUrl
 from PySide6.QtGui import QAction, QTextDocument
 from PySide6.QtWidgets import QDialog
@@ -134,9 +133,8 @@ def test_dont_show_again_is_remembered(qtbot, tmp_path) -> None:
     assert again.q.value("lessons/show_on_first_open") == "false"
 
 
-@pytest.mark.parametrize("show", [False])
-def test_no_lesson_pops_up_over_a_window_that_is_not_shown(qtbot, tmp_path, show) -> None:
-    win = _window(qtbot, tmp_path, show=show)
+def test_no_lesson_pops_up_over_a_window_that_is_not_shown(qtbot, tmp_path) -> None:
+    win = _window(qtbot, tmp_path, show=False)
     win.open_example("two-streams")
     qtbot.wait(50)
     assert not [d for d in win.findChildren(QDialog) if d.isVisible()]
