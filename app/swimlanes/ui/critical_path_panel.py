@@ -1,7 +1,7 @@
 """The "Critical path" tab: the chain of ops that set the makespan, and every op's slack.
 
 The steps (swimlanes.analysis.critical_path) are listed first to last with what each waited
-for and the lag after it; below, the ops off the path with the least slack. A row selects its
+for and the lag after it; beside them, the ops off the path with the least slack. A row selects its
 op everywhere, and **Select path** selects the whole path (``ops_selected(list)`` of program
 indexes, like the Insights tab). The analysis runs on the timeline shown (the simulation, else
 the measurement); a large one is analysed off the UI thread and a newer timeline drops the
@@ -96,12 +96,17 @@ class CriticalPathPanel(QWidget):
         top = QHBoxLayout()
         top.addWidget(self.summary, 1)
         top.addWidget(self.select_path)
-        split = QSplitter(Qt.Orientation.Vertical)
+        # Side by side, like the Insights tab: the tab strip under the charts must stay as
+        # short as it was (the window's layout gives the lanes and charts the room first).
+        split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.steps)
         split.addWidget(self.slack)
-        split.setSizes([300, 150])
+        split.setSizes([600, 300])
+        for widget in (self.steps, self.slack, self.summary):
+            widget.setMinimumSize(1, 1)
         layout = QVBoxLayout(self)
-        layout.setContentsMargins(4, 4, 4, 4)
+        layout.setContentsMargins(2, 2, 2, 2)
+        layout.setSpacing(2)
         layout.addLayout(top)
         layout.addWidget(split, 1)
         self._runner = TaskRunner(self)
