@@ -56,7 +56,8 @@ def _op(draw: st.DrawFn, streams: list[str]) -> dict[str, Any]:
             op["flops"] = draw(_POS_NUM)
             op["bytes"] = draw(_POS_INT)
         elif timing == "block_us":  # the blocks' total time is bounded too
-            longest = min(1e7, MAX_DURATION_US / op["blocks"])
+            # A hair under the limit: blocks * (limit / blocks) can round to just above it.
+            longest = min(1e7, MAX_DURATION_US / op["blocks"]) * (1 - 1e-12)
             op["block_us"] = draw(st.floats(min_value=longest / 1e4, max_value=longest))
         else:
             op[timing] = draw(_POS_NUM)
