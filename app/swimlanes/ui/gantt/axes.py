@@ -6,7 +6,7 @@ import math
 
 import pyqtgraph as pg
 from PySide6.QtCore import QPointF, QRectF, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPicture, QPolygonF
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen, QPixmap, QPolygonF
 
 from swimlanes.ui.gantt.row_groups import GroupSpan
 
@@ -56,7 +56,7 @@ class RowAxisItem(pg.AxisItem):
         self._titles: list[str] = []
         self._spans: list[GroupSpan] = []
         self.colour = QColor("#000000")
-        self._gutter = QPicture()
+        self._gutter = QPixmap()
         self._gutter_key: tuple | None = None
 
     def set_titles(self, titles: list[str]) -> None:
@@ -91,7 +91,7 @@ class RowAxisItem(pg.AxisItem):
         super().paint(p, opt, widget)
         if self.linkedView() is None or not self._spans:
             return
-        # recorded once per layout (like the axis' own text): replaying is cheap on each paint
+        # drawn once per layout into a pixmap: each paint only copies it
         key = (
             tuple((s.group, s.first, s.count, s.members, s.collapsed) for s in self._spans),
             self.colour.rgba(),
@@ -102,12 +102,16 @@ class RowAxisItem(pg.AxisItem):
         )
         if key != self._gutter_key:
             self._gutter_key = key
-            self._gutter = QPicture()
+            dpr = widget.devicePixelRatioF() if widget is not None else 1.0
+            height = max(int(self.boundingRect().height()) + 1, 1)
+            self._gutter = QPixmap(round(GROUP_GUTTER_PX * dpr), round(height * dpr))
+            self._gutter.setDevicePixelRatio(dpr)
+            self._gutter.fill(Qt.GlobalColor.transparent)
             painter = QPainter(self._gutter)
             painter.setFont(p.font())
             self._paint_gutter(painter)
             painter.end()
-        p.drawPicture(0, 0, self._gutter)
+        p.drawPixmap(0, 0, self._gutter)
 
     def _paint_gutter(self, p: QPainter) -> None:
         p.setRenderHint(QPainter.RenderHint.Antialiasing, True)
