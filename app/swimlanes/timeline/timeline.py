@@ -167,25 +167,41 @@ class Timeline:
         t0 = self.t0
 
         def us(v: int) -> float | None:
-            return None if v == NO_TIME else round((int(v) - t0) / 1000.0, 3)
+            return None if v == NO_TIME else round((v - t0) / 1000.0, 3)
 
+        # Columns as Python lists once: indexing numpy arrays element by element costs more
+        # than the rest of the loop at 1e5 ops.
+        kinds = [OP_KINDS[k] for k in self.kind.tolist()]
+        streams = [self.stream_names[s] if s >= 0 else None for s in self.stream.tolist()]
+        engines = [self.engine_names[e] if e >= 0 else None for e in self.engine.tolist()]
+        cols = zip(
+            self.index.tolist(), kinds, streams, self.labels, engines,
+            self.issue_start.tolist(), self.issue_end.tolist(), self.start.tolist(),
+            self.end.tolist(), self.bytes.tolist(), strict=True,
+        )  # fmt: skip
+        spread = self.start_spread is not None and self.end_spread is not None
+        spreads = (
+            zip(self.start_spread.tolist(), self.end_spread.tolist(), strict=True)  # type: ignore[union-attr]
+            if spread
+            else None
+        )
         rows = []
-        for r in range(len(self)):
+        for index, kind, stream, label, engine, i0, i1, s0, s1, nbytes in cols:
             row: dict[str, Any] = {
-                "index": int(self.index[r]),
-                "op": self.op_kind(r),
-                "stream": self.stream_name(r),
-                "label": self.labels[r],
-                "engine": self.engine_name(r),
-                "issue_us": us(self.issue_start[r]),
-                "issue_end_us": us(self.issue_end[r]),
-                "start_us": us(self.start[r]),
-                "end_us": us(self.end[r]),
+                "index": index,
+                "op": kind,
+                "stream": stream,
+                "label": label,
+                "engine": engine,
+                "issue_us": us(i0),
+                "issue_end_us": us(i1),
+                "start_us": us(s0),
+                "end_us": us(s1),
             }
-            if self.bytes[r]:
-                row["bytes"] = int(self.bytes[r])
-            if self.start_spread is not None and self.end_spread is not None:
-                s, e = int(self.start_spread[r]), int(self.end_spread[r])
+            if nbytes:
+                row["bytes"] = nbytes
+            if spreads is not None:
+                s, e = next(spreads)
                 row["start_spread_us"] = None if s == NO_TIME else s / 1000.0
                 row["end_spread_us"] = None if e == NO_TIME else e / 1000.0
             rows.append(row)
