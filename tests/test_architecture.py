@@ -224,8 +224,9 @@ def import_cycles(imports: list[Import]) -> list[list[str]]:
 #: shrinks.
 KNOWN_CYCLES: dict[frozenset[str], str] = {
     frozenset({"swimlanes.engine.plan", "swimlanes.engine.plan_columns"}): (
-        "plan.plan_ops imports plan_columns.shape_rows inside the function while plan_columns "
-        "imports plan's op codes, columns and limits: move those into a module both import"
+        "plan.plan_ops imports plan_columns.shape_columns and within_limits inside functions while "
+        "plan_columns imports plan's op codes, columns and limits: move those into a module "
+        "both import"
     ),
 }
 
