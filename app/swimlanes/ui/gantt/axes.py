@@ -58,6 +58,7 @@ class RowAxisItem(pg.AxisItem):
         self.colour = QColor("#000000")
         self._gutter = QPixmap()
         self._gutter_key: tuple | None = None
+        self._spans_version = 0
 
     def set_titles(self, titles: list[str]) -> None:
         self._titles = list(titles)
@@ -66,6 +67,7 @@ class RowAxisItem(pg.AxisItem):
     def set_groups(self, spans: list[GroupSpan]) -> None:
         """The groups to draw in the strip (see ``row_groups.arrange_rows``)."""
         self._spans = list(spans)
+        self._spans_version += 1
         self.update()
 
     def row_at(self, local_y: float) -> int | None:
@@ -91,19 +93,13 @@ class RowAxisItem(pg.AxisItem):
         super().paint(p, opt, widget)
         if self.linkedView() is None or not self._spans:
             return
-        # drawn once per layout into a pixmap: each paint only copies it
-        key = (
-            tuple((s.group, s.first, s.count, s.members, s.collapsed) for s in self._spans),
-            self.colour.rgba(),
-            self._background().rgba(),
-            round(self._row_y(0), 1),
-            round(self._row_y(len(self._titles)), 1),
-            p.font().key(),
-        )
+        # drawn once per layout into a pixmap: each paint only copies it (the rows' places
+        # change only with the groups or the axis' height: the view always shows every row)
+        key = (self._spans_version, self.colour.rgba(), round(self.size().height()))
         if key != self._gutter_key:
             self._gutter_key = key
             dpr = widget.devicePixelRatioF() if widget is not None else 1.0
-            height = max(int(self.boundingRect().height()) + 1, 1)
+            height = max(int(self.size().height()) + 1, 1)
             self._gutter = QPixmap(round(GROUP_GUTTER_PX * dpr), round(height * dpr))
             self._gutter.setDevicePixelRatio(dpr)
             self._gutter.fill(Qt.GlobalColor.transparent)
