@@ -252,5 +252,5 @@ class _Perturbation:
         if plan.stage:
             stage = plan.stage
             for i in np.flatnonzero(self.pageable).tolist():
-                if stage[i] is not None:
-                    stage[i] = max(1, round(stage[i] * float(f[i])))
+                if (ns := stage[i]) is not None:
+                    stage[i] = max(1, round(ns * float(f[i])))

@@ -101,10 +101,13 @@ class CopyEngines:
         self._heap = heap
         self._seq = next_seq
         self._start = start
-        d2h = preset.bidirectional_slowdown_d2h
+        slowdown_d2h = preset.bidirectional_slowdown_d2h
         # Per direction (H2D, D2H): the factor a copy's time grows by while the other runs,
         # and the fixed cost (in ns at that speed) it pays the first time that happens.
-        self._slowed = (1.0 + self.slowdown, 1.0 + (self.slowdown if d2h is None else d2h))
+        self._slowed = (
+            1.0 + self.slowdown,
+            1.0 + (self.slowdown if slowdown_d2h is None else slowdown_d2h),
+        )
         fixed = preset.bidirectional_overhead_us
         fixed_d2h = preset.bidirectional_overhead_d2h_us
         self._fixed = (fixed * 1000.0, (fixed if fixed_d2h is None else fixed_d2h) * 1000.0)
@@ -171,6 +174,7 @@ class CopyEngines:
         running[e.direction] -= 1
         if self._fluid and (running[0] or running[1]):
             if self._paired:
+                assert e.partner is not None  # paired engines know each other
                 self._end_against(e.partner, t)
             else:
                 self._reschedule(t)
@@ -180,6 +184,7 @@ class CopyEngines:
         """``e`` (one engine per direction) just started a copy while the other direction's
         copy runs: both run at their slowed speed, and each pays its fixed cost once."""
         o = e.partner
+        assert o is not None  # paired engines know each other
         direction, heap, seq = e.direction, self._heap, self._seq
         factor = self._slowed[direction]
         e.contended = True

@@ -79,7 +79,7 @@ class RunAccuracy:
         return out
 
 
-def _pct(fraction: float) -> float:
+def _pct(fraction: float | np.floating) -> float:
     return round(100.0 * float(fraction), 3)
 
 
@@ -143,6 +143,7 @@ def summarize(rows: Sequence[RunAccuracy], miss: float = DEFAULT_MISS) -> dict[s
     }
     banded = [r for r in rows if r.band_ns is not None]
     if banded:
+        # (banded holds only rows with a band, which mypy cannot see through the filter.)
         widths = [(r.band_ns[1] - r.band_ns[0]) / r.meas_span_ns for r in banded]  # type: ignore[index]
         out["band_runs"] = len(banded)
         out["band_coverage_pct"] = _pct(np.mean([bool(r.in_band) for r in banded]))

@@ -149,7 +149,7 @@ def check_preset(p: DevicePreset) -> None:
     """Raise ValueError naming the first key whose value cannot describe a GPU."""
     positive_ints = ("sm_count", "max_threads_per_sm", "max_blocks_per_sm", "max_resident_kernels")
     for key in positive_ints + ("copy_engines_per_direction",):
-        limit = MAX_COPY_ENGINES if key == "copy_engines_per_direction" else MAX_COUNT
+        limit: float = MAX_COPY_ENGINES if key == "copy_engines_per_direction" else MAX_COUNT
         if getattr(p, key) < 1:
             raise ValueError(f"{key}: must be at least 1")
         if getattr(p, key) > limit:

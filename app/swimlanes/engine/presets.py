@@ -15,7 +15,7 @@ import math
 from bisect import bisect_left
 from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 # The kinds and bounds live with the checks; imported from here by callers that predate them.
 from swimlanes.engine.preset_checks import (  # noqa: F401 - re-exported
@@ -278,7 +278,9 @@ class DevicePreset:
                 continue
             if key not in known:
                 raise ValueError(f"{key}: unknown preset key")
-            kwargs[key] = coerce_preset_value(key, value, cls.__dataclass_fields__[key].type)
+            # (Postponed annotations: every field's type is its source text.)
+            field_type = cast(str, cls.__dataclass_fields__[key].type)
+            kwargs[key] = coerce_preset_value(key, value, field_type)
         if "name" not in kwargs:
             raise ValueError("name: is required")
         if "issue_cost_us" in kwargs:

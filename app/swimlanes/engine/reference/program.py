@@ -7,6 +7,7 @@ preset's own methods: they are the preset's physics, not the simulator's semanti
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from enum import Enum
 
@@ -216,7 +217,7 @@ def _host_and_solo(op: Op, preset: DevicePreset) -> tuple[HostCall, int, KernelS
         sync = not op.effective_async
         if name == "h2d" and memory == "pageable" and not sync:
             staging = round(nbytes / preset.pageable_host_gbps("h2d", nbytes))
-            stage = duration if duration is not None else staging
+            stage: int | None = duration if duration is not None else staging
             return HostCall.ENQUEUE_AND_STAGE, solo, stage
         stage = None
         chunk = preset.pageable_d2h_chunk_bytes
@@ -267,7 +268,7 @@ def _kernel(op: Op, preset: DevicePreset, duration: int | None) -> tuple[int, Ke
     return total + round(preset.kernel_overhead_us * 1000.0), shape
 
 
-def latency_table(preset: DevicePreset):
+def latency_table(preset: DevicePreset) -> Callable[[int, int], int] | None:
     """The delay from an op's completion on one engine class to a waiting op's start on
     another, or None when the preset has none."""
     sms = round(preset.kernel_dependency_latency_us * 1000.0)
