@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -236,9 +237,10 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     extras, is_kernel = shapes.extras, (shapes.columns["kind"] == _KERNEL).tolist()
     kernel = [x if y else None for x, y in zip(extras, is_kernel, strict=True)]
     stage = [None if y else x for x, y in zip(extras, is_kernel, strict=True)]
-    plan.kernel = list(map(kernel.__getitem__, ids))
+    # (Typed as any op's extra: kernels' are their shapes, the others' their staging ns.)
+    plan.kernel = list(map(kernel.__getitem__, ids))  # type: ignore[arg-type]
     if any(x is not None for x in stage):
-        plan.stage = list(map(stage.__getitem__, ids))
+        plan.stage = list(map(stage.__getitem__, ids))  # type: ignore[arg-type]
     return plan
 
 
@@ -329,6 +331,7 @@ def _check_work(
         stage = extra if isinstance(extra, int) else 0
         total_ns += c * (cost + device + stage + slack)
         if run == RUN_KERNEL:
+            assert isinstance(extra, tuple)  # a kernel's extra is its shape
             blocks, _cost, max_resident, _block_ns = extra
             w = -(-blocks // max_resident)
             most = max(most, (c * w, n))
@@ -415,7 +418,7 @@ def _ns(value: float) -> int:
     return round(value)
 
 
-def _preset_ns(compute, *args) -> int:
+def _preset_ns(compute: Callable[..., float], *args: object) -> int:
     """``compute(*args)`` (a preset's time of a copy, memset or roofline kernel), checked."""
     try:
         return _ns(compute(*args))

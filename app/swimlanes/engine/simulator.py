@@ -62,6 +62,7 @@ from __future__ import annotations
 import gc
 from collections.abc import Callable
 from heapq import heappop, heappush
+from typing import cast
 
 from swimlanes.engine.blocks import EV_BATCH, SMS_IDLE, SmWork
 from swimlanes.engine.copies import D2H, EV_COPY, H2D
@@ -180,7 +181,9 @@ class _Run(QueueDrain):
     def make_to_kernel(self) -> Callable[[int, int], None]:
         """The entry of the block scheduler for kernels (a closure: it runs once per kernel)."""
         plan, blocks, next_seq, engine = self.plan, self.blocks, self.next_seq, self.engine
-        kernel, stream, priority = plan.kernel, plan.stream, plan.priority
+        # (to_kernel reads only kernels' shapes, which are never None.)
+        kernel = cast(list[tuple[int, int, int, float]], plan.kernel)
+        stream, priority = plan.stream, plan.priority
         add, pending, group_kernel = blocks.add, blocks.pending, self.group_kernel
         signal_delay, tail, compute = self.signal_delay, self.kernel_tail, self.compute_engine
         # Per kernel shape (plan shares one tuple per shape): its first batch alone, worked out

@@ -389,10 +389,12 @@ class Simulation:
         latency from ``i`` to its head has passed (at once without one), rather than at once
         (where it finds its head's start in the future and looks again then): the same
         starts, looked at in another order within an instant."""
+        latency = self.latency
+        assert latency is not None  # only called with a latency table
         for q in waiters:
             if q != HOST and self.queues[q]:
                 head = self.state[self.queues[q][0]]
-                delay = self.latency(self.state[i].engine_class, head.engine_class)
+                delay = latency(self.state[i].engine_class, head.engine_class)
                 if delay:
                     self.clock.at(t + delay, QueueTimer(q))
                     continue
