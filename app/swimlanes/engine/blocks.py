@@ -66,7 +66,11 @@ class BlockScheduler:
     """Dispatches pending blocks onto free SM slots; pushes batch-end events onto ``heap``."""
 
     def __init__(
-        self, preset: DevicePreset, heap: list, next_seq: Callable[[], int], start: list[int]
+        self,
+        preset: DevicePreset,
+        heap: list,
+        next_seq: Callable[[], int],
+        start: list[int] | memoryview,
     ) -> None:
         self.sm_count = preset.sm_count
         self.slots_per_sm = preset.max_threads_per_sm

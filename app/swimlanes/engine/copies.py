@@ -72,7 +72,11 @@ class CopyEngines:
     """
 
     def __init__(
-        self, preset: DevicePreset, heap: list, next_seq: Callable[[], int], start: list[int]
+        self,
+        preset: DevicePreset,
+        heap: list,
+        next_seq: Callable[[], int],
+        start: list[int] | memoryview,
     ) -> None:
         n = preset.copy_engines_per_direction
         self.shared = preset.shared_copy_engine

@@ -8,6 +8,7 @@ and puts each enqueued op, with the ops it must wait for, on its hardware queue;
 from __future__ import annotations
 
 import itertools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -118,7 +119,13 @@ class RunState:
         "kernel_tail", "sync_return", "dep_latency", "origin", "call_gap", "h2d_chunk",
     )  # fmt: skip
 
-    def __init__(self, plan: Plan, preset: DevicePreset, progress, cancel) -> None:
+    def __init__(
+        self,
+        plan: Plan,
+        preset: DevicePreset,
+        progress: Callable[[float], None] | None,
+        cancel: Callable[[], bool] | None,
+    ) -> None:
         n = len(plan.kind)
         self.plan, self.preset, self.n = plan, preset, n
         self.progress, self.cancel = progress, cancel
@@ -131,8 +138,11 @@ class RunState:
             name: np.full(n, NO_TIME, np.int64) for name in ("issue_end", "start", "end")
         }
         self.columns["engine"] = np.full(n, -1, np.int16)
+        # (numpy's stubs give ndarray the buffer protocol from Python 3.12 on only: hence the
+        # arg-type ignores on memoryview(array) below.)
         self.issue_end, self.start, self.end, self.engine = (
-            memoryview(self.columns[name]) for name in ("issue_end", "start", "end", "engine")
+            memoryview(self.columns[name])  # type: ignore[arg-type]
+            for name in ("issue_end", "start", "end", "engine")
         )
         self.done = [-1] * n  # when each op's completion is visible to dependents
         self.deps: tuple[list[int], list[int], list[int]] = ([], [], [])
@@ -155,22 +165,23 @@ class RunState:
         self.queue_len = [0] * plan.queue_count
         # What each queued op waits for: None when that is only its stream predecessor
         # (prev_in_stream, -1 if none), which the fast path of the loop leaves implicit.
-        self.deps_of: list[tuple[int, ...] | None] | None = [None] * n
+        self.deps_of: list[tuple[int, ...] | None] = [None] * n
         arrays = plan.arrays
         # Each enqueued op's previous and next op in its stream.
         empty = np.zeros(0, np.int64)
+        self.prev_array: np.ndarray
         self.prev_array, next_in_stream = (
             chain_links(arrays["stream"], arrays["run"] >= 0) if n else (empty, empty)
         )
-        self.prev_in_stream = memoryview(self.prev_array)
+        self.prev_in_stream = memoryview(self.prev_array)  # type: ignore[arg-type]
         # With one stream per queue, a queue's next op is its stream's next op.
         if plan.shared_queues and n:
             next_in_queue = chain_links(arrays["queue"], arrays["queue"] >= 0)[1]
         else:
             next_in_queue = next_in_stream
-        self.next_in_queue = memoryview(next_in_queue)
+        self.next_in_queue = memoryview(next_in_queue)  # type: ignore[arg-type]
         # When each queued op may leave its queue: raw, as it is read long after it is written.
-        self.ready_at = memoryview(np.full(n, NO_TIME, np.int64))
+        self.ready_at = memoryview(np.full(n, NO_TIME, np.int64))  # type: ignore[arg-type]
         self.queue_last_stream = [-1] * plan.queue_count
         self.queue_prev_pop = [-1] * plan.queue_count
         self.queue_prev_pop_t = [-1] * plan.queue_count
@@ -230,7 +241,8 @@ class RunState:
         for name in ("kind", "queue", "run", "stream", "host", "cost", "solo", "stage",
                      "kernel", "event", "nbytes"):  # fmt: skip
             setattr(plan, name, [])
-        self.deps_of = self.done = self.waiters = self.origin = None
+        # Freed: nothing reads them after the loop, so their types leave None out.
+        self.deps_of = self.done = self.waiters = self.origin = None  # type: ignore[assignment]
 
     # -- dependencies ---------------------------------------------------------------------------
     def edge(self, src: int, dst: int, kind: str) -> None:
@@ -301,7 +313,9 @@ class RunState:
         if len(wait_rows):
             # A wait waits for its stream predecessor (if any) and the record.
             pred = self.prev_array[wait_rows]
-            deps = list(zip(pred.tolist(), record_rows.tolist(), strict=True))
+            deps: list[tuple[int, ...]] = list(
+                zip(pred.tolist(), record_rows.tolist(), strict=True)
+            )
             for k in np.flatnonzero(pred < 0).tolist():
                 deps[k] = (deps[k][1],)
             deps_of = self.deps_of
