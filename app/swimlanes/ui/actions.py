@@ -29,6 +29,7 @@ class Actions:
     open: QAction
     open_measurement: QAction
     open_trace_as_pipeline: QAction
+    diff_with: QAction
     save: QAction
     save_as: QAction
     save_measurement: QAction
@@ -141,6 +142,11 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
             "Rebuild a profiler trace or measured run as an editable pipeline, shown beside its "
             "measurement",
         ),
+        diff_with=a(
+            window,
+            "&Diff with another timeline...",
+            "Show this schedule above another pipeline's, run's or trace's, with per-op deltas",
+        ),
         save=a(
             window, "&Save", "Save the pipeline", shortcut=Key.Save, icon=SP.SP_DialogSaveButton
         ),
@@ -244,6 +250,7 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
     file.addSeparator()
     file.addAction(a.open_measurement)
     file.addAction(a.open_trace_as_pipeline)
+    file.addAction(a.diff_with)
     shipped = file.addMenu("Shipped measurements")
     file.addAction(a.save_measurement)
     file.addSeparator()

@@ -137,6 +137,7 @@ class FileHandling:
         a.quit.triggered.connect(self.close)
         a.open_measurement.triggered.connect(lambda: self.open_measurement())
         a.open_trace_as_pipeline.triggered.connect(lambda: self.open_trace_as_pipeline())
+        a.diff_with.triggered.connect(lambda: self.diff_with())
         a.save_measurement.triggered.connect(self.save_measurement)
         a.save_measurement.setEnabled(False)
         a.export_image.triggered.connect(lambda: self.export_image(visible_range=False))
@@ -268,6 +269,43 @@ class FileHandling:
         else:
             menu.addSeparator()
             menu.addAction("Clear list", self.settings.clear_recent_files)
+
+    def diff_with(self, path: str | None = None) -> bool:
+        """Show the document's schedule (its simulation, else its measurement) above another
+        timeline's: a pipeline simulated on this device, or a run or trace as measured. The
+        other one loads off the UI thread; False if nothing was started."""
+        from swimlanes.ui.workers import TaskRunner
+
+        mine = self.simulated if self.simulated is not None else self.measured  # type: ignore[attr-defined]
+        if mine is None:
+            self.status("Nothing to compare yet: the document has no schedule")
+            return False
+        path = path or dialogs_open_timeline(self)
+        if not path:
+            return False
+        if getattr(self, "_diff_task", None) is None:
+            self._diff_task = TaskRunner(self)  # type: ignore[arg-type]
+            self._diff_task.finished.connect(self._show_diff)
+            self._diff_task.failed.connect(self._diff_failed)
+        self._diff_pair = (mine, path)
+        device = self.sim_runner.device  # type: ignore[attr-defined]
+        self._diff_task.start(_other_timeline(path, device))
+        self.status(f"Loading {Path(path).name} to compare...")
+        return True
+
+    def _show_diff(self, other: object) -> None:
+        from swimlanes.ui.diff_view import DiffWindow
+
+        mine, _path = self._diff_pair
+        window = DiffWindow(mine, other, parent=self)  # type: ignore[arg-type]
+        self.diff_windows = [w for w in getattr(self, "diff_windows", []) if w.isVisible()]
+        self.diff_windows.append(window)
+        window.show()
+        self.status(window.summary.text())
+
+    def _diff_failed(self, err: object) -> None:
+        _mine, path = self._diff_pair
+        show_error(self, "Cannot compare", f"{Path(path).name}: {err}")  # type: ignore[arg-type]
 
     def fill_examples_menu(self) -> None:
         from swimlanes.resources import capture_names, example_names, example_path
@@ -467,3 +505,28 @@ def _lesson_title(path: Path) -> str:
 def _slug(text: str, default: str = "gpu") -> str:
     """``text`` as a file-name part: lower case, runs of other characters as one '-'."""
     return re.sub(r"[^0-9a-z]+", "-", text.lower()).strip("-") or default
+
+
+def dialogs_open_timeline(parent: Any) -> str | None:  # noqa: ANN401 - the main window
+    """Ask for a pipeline, run, timeline or trace file to compare with."""
+    from swimlanes.resources import examples_dir
+
+    return open_file(
+        parent,
+        "Diff with another timeline",
+        str(examples_dir()),
+        "Pipelines, runs and traces (*.json *.json.gz *.gz);;All files (*)",
+    )
+
+
+def _other_timeline(path: str, device: Any) -> Any:  # noqa: ANN401 - a TaskRunner's work
+    def load(progress: Any, cancel: Any) -> Any:  # noqa: ANN401
+        from swimlanes.services.diff_output import load_side
+        from swimlanes.services.errors import CommandError
+
+        try:
+            return load_side(path, device if isinstance(device, str) else None)
+        except CommandError as err:
+            raise ValueError(str(err)) from None
+
+    return load
