@@ -91,3 +91,15 @@ def test_the_window_tab_follows_edits_and_selects_the_path(qtbot, tmp_path) -> N
     assert "K long" in labels
     win.critical.select_path.click()
     assert sorted(win.controller.selected_indexes()) == win.critical.path_ops()
+
+
+def test_the_tables_stack_in_a_tall_strip_and_sit_side_by_side_in_a_wide_one(qtbot) -> None:
+    from PySide6.QtCore import Qt
+
+    panel = CriticalPathPanel()
+    qtbot.addWidget(panel)
+    panel.resize(300, 700)
+    panel.show()
+    qtbot.waitUntil(lambda: panel.split.orientation() == Qt.Orientation.Vertical)
+    panel.resize(1200, 250)
+    qtbot.waitUntil(lambda: panel.split.orientation() == Qt.Orientation.Horizontal)

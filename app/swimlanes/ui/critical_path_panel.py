@@ -11,6 +11,7 @@ older result.
 from __future__ import annotations
 
 from PySide6.QtCore import Qt, Signal
+from PySide6.QtGui import QResizeEvent
 from PySide6.QtWidgets import (
     QHBoxLayout,
     QHeaderView,
@@ -98,7 +99,7 @@ class CriticalPathPanel(QWidget):
         top.addWidget(self.select_path)
         # Side by side, like the Insights tab: the tab strip under the charts must stay as
         # short as it was (the window's layout gives the lanes and charts the room first).
-        split = QSplitter(Qt.Orientation.Horizontal)
+        split = self.split = QSplitter(Qt.Orientation.Horizontal)
         split.addWidget(self.steps)
         split.addWidget(self.slack)
         split.setSizes([600, 300])
@@ -112,6 +113,16 @@ class CriticalPathPanel(QWidget):
         self._runner = TaskRunner(self)
         self._runner.finished.connect(self._on_result)
         self._runner.failed.connect(self._on_failed)
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt override
+        """Beside the charts (a tall, narrow strip) the two tables stack; under them (a wide,
+        short one) they sit side by side."""
+        super().resizeEvent(event)
+        size = event.size()
+        tall = size.height() > size.width()
+        want = Qt.Orientation.Vertical if tall else Qt.Orientation.Horizontal
+        if self.split.orientation() != want:
+            self.split.setOrientation(want)
 
     # -- input ------------------------------------------------------------------------------
     def set_timeline(self, tl: Timeline | None) -> None:
