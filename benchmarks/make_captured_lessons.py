@@ -28,8 +28,8 @@ LESSONS = {
         "The same program with non_blocking=False (`--range blocking`): each copy is followed "
         "by a stream sync, and the copies to the host land in pageable memory, so the host "
         "waits for every copy before it issues the next. Set the D2H copies' host memory to "
-        "pinned and delete the stream syncs: on h200 the simulation drops from about 40 ms to "
-        "about 24 ms, the non-blocking version's schedule (captured-pytorch-streams).",
+        "pinned and delete the stream syncs: on h200 the simulation drops from about 38 ms to "
+        "about 23 ms, the non-blocking version's schedule (captured-pytorch-streams).",
     ),
     "captured-cupy-streams": (
         "cupy_streams-overlap",

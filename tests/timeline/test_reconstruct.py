@@ -7,7 +7,7 @@ import pytest
 from conftest import SHARED_TRACES
 from swimlanes.engine import get_preset, simulate
 from swimlanes.model.validate import validate
-from swimlanes.services.trace_pipeline import call_costs, rebuild
+from swimlanes.services.trace_pipeline import rebuild
 from swimlanes.timeline import TimelineBuilder
 from swimlanes.timeline.compare import compare_timelines
 from swimlanes.timeline.formats.io import load_timeline_any
@@ -33,7 +33,7 @@ def test_the_kineto_import_keeps_calls_shapes_and_record_streams() -> None:
 def test_a_pytorch_trace_becomes_a_valid_pipeline_that_replays_it() -> None:
     tl, _ = load_timeline_any(EVENT_SYNC)
     preset = get_preset("a100")
-    rebuilt = reconstruct(tl, call_cost_ns=call_costs(preset))
+    rebuilt = reconstruct(tl)
     validate(rebuilt.pipeline)
     program = rebuilt.pipeline.program
     kernels = [op for op in program if op.op == "kernel"]

@@ -7,6 +7,7 @@ behaviour, alone-on-the-GPU time) so that the event loop touches no ``Op`` objec
 from __future__ import annotations
 
 import math
+import operator
 from collections import defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -25,6 +26,7 @@ from swimlanes.model.document import (
 )
 
 K = {name: code for code, name in enumerate(OP_KINDS)}
+_CALL_US = operator.attrgetter("call_us")
 #: Op kinds that are enqueued on a stream (stream_sync only waits on the host).
 ENQUEUED = frozenset(
     K[k]
@@ -233,6 +235,12 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
         setattr(plan, name, list(map(shared.__getitem__, ids)))
     if repeat_costs is not None:
         plan.cost = repeat_costs
+    # A call with its own measured host time (a captured program's) costs that instead.
+    measured = [(i, c) for i, c in enumerate(map(_CALL_US, program)) if c is not None]
+    if measured:
+        plan.cost = list(plan.cost)
+        for i, call_us in measured:
+            plan.cost[i] = gap + round(call_us * 1000.0)
     # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
     extras, is_kernel = shapes.extras, (shapes.columns["kind"] == _KERNEL).tolist()
     kernel = [x if y else None for x, y in zip(extras, is_kernel, strict=True)]

@@ -156,6 +156,9 @@ class Op:
     block_us: float | None = None
     flops: float | None = None
     event: str | None = None
+    #: The call's own host time in us, measured (a captured or imported program's): it replaces
+    #: the device preset's issue cost for this call, so that a rebuilt program keeps its pace.
+    call_us: float | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     uid: int = field(default_factory=_next_uid, compare=False, repr=False)
 

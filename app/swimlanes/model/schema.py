@@ -148,6 +148,13 @@ def _op_field_schemas() -> dict[str, dict[str, Any]]:
             "description": "overrides how many blocks of this kernel one SM holds at once",
         },
         "event": {**_ref("name"), "description": "the event's name"},
+        "call_us": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": MAX_DURATION_US,
+            "description": "microseconds the call itself took on the host, as measured: "
+            "replaces the device preset's cost of this call",
+        },
     }
 
 
@@ -160,6 +167,7 @@ def _kind_fields(kind: str) -> dict[str, bool]:
     decides it: ``bytes`` and ``duration_us`` are taken by every kind)."""
     takes_bytes = kind in COPY_OPS or kind == "memset"
     fields: dict[str, bool] = {"label": False, "bytes": takes_bytes, "duration_us": kind == "host"}
+    fields["call_us"] = False
     if kind in STREAM_OPS:
         fields["stream"] = False
     if kind in HOST_COPY_OPS:

@@ -58,6 +58,7 @@ __all__ = [
 MAX_PROBLEMS = 100
 _OP_KEYS = {
     "op",
+    "call_us",
     "stream",
     "label",
     "bytes",
@@ -298,7 +299,7 @@ def _parse_kernel(c: _Checker, raw: dict, path: str, op: Op) -> None:
 #: Per op kind, the keys a plain op of that kind may have (see _plain_op).
 _PLAIN_KEYS: dict[str, frozenset[str]] = {
     kind: frozenset(
-        {"op", "label", "duration_us"}
+        {"op", "label", "duration_us", "call_us"}
         | ({"stream"} if kind in STREAM_OPS or kind == "memset" else set())
         | ({"bytes", "async"} if kind in COPY_OPS or kind == "memset" else set())
         | ({"host_memory"} if kind in HOST_COPY_OPS else set())
@@ -352,6 +353,9 @@ def _plain_op(raw: dict, stream_names: set[str]) -> Op | None:
         return None
     if kind == "host" and duration is None:
         return None
+    call = get("call_us")
+    if call is not None and not _plain_number(call, False, MAX_DURATION_US):
+        return None
     event = get("event")
     if kind in EVENT_OPS and not _plain_name(event):
         return None
@@ -374,7 +378,7 @@ def _plain_op(raw: dict, stream_names: set[str]) -> Op | None:
             return None
     return Op(
         kind, stream, label, nbytes, memory, is_async, duration, blocks, threads, block_us,
-        flops, event,
+        flops, event, call,
     )  # fmt: skip
 
 
@@ -430,6 +434,7 @@ def _parse_op(c: _Checker, raw: Any, path: str, stream_names: set[str]) -> Op | 
     op.duration_us = c.number(
         raw, "duration_us", path, positive=kind != "host", maximum=MAX_DURATION_US, unit=" us"
     )
+    op.call_us = c.number(raw, "call_us", path, positive=False, maximum=MAX_DURATION_US, unit=" us")
     if kind == "kernel":
         _parse_kernel(c, raw, path, op)
     elif kind == "host" and op.duration_us is None and "duration_us" not in raw:

@@ -1,11 +1,9 @@
 """A trace or measured run opened as an editable pipeline (``swimlanes import-trace`` and the
-app's File > Open trace as pipeline): rebuilt on the preset the measurement would be compared
-on, so that the host's call costs are that preset's and the rest of the measured host time
-becomes host ops."""
+app's File > Open trace as pipeline), simulated unedited on the preset the measurement would be
+compared on, to say how closely it replays."""
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,12 +32,6 @@ class TracePipeline:
         return (self.simulated.makespan_ns - measured) / measured if measured else None
 
 
-def call_costs(preset: DevicePreset) -> Callable[[str], int]:
-    """What the simulator charges the host per call kind on ``preset``."""
-    gap = round(preset.host_call_gap_us * 1000)
-    return lambda kind: preset.issue_cost_ns(kind) + gap
-
-
 def rebuild(
     timeline: Timeline, requested_device: str | None, name: str | None = None
 ) -> TracePipeline:
@@ -50,7 +42,7 @@ def rebuild(
         preset = get_preset(device)
     except ValueError as err:
         raise CommandError(str(err)) from None
-    rebuilt = reconstruct(timeline, name=name, call_cost_ns=call_costs(preset))
+    rebuilt = reconstruct(timeline, name=name)
     rebuilt.pipeline.extra["device"] = requested_device or preset.name
     if not rebuilt.pipeline.program:
         raise CommandError("the trace holds no op that a pipeline can replay")

@@ -19,9 +19,12 @@ The pipeline replays the host program the timeline recorded, call by call in iss
   notes).
 * **syncs** (stream, event, device), ``malloc`` and ``free`` as they were called.
 * **host time between calls** (the program's own work, and calls Swimlanes does not model) as
-  ``host`` ops: each gap longer than ``min_host_gap_us``; and the time of a call that does not
-  wait for the device but took over ``SLOW_CALL_US`` (a first ``cudaMalloc`` or ``cudaFree``
-  initialising the context, a ``cudaStreamCreate``), as a host op just before it.
+  ``host`` ops: each gap longer than ``min_host_gap_us``;
+* **each call's own measured time** as its ``call_us`` when the call does not wait for the
+  device (a kernel launch, an async copy, an event record, a first ``cudaMalloc`` initialising
+  the context): the simulation then spends what the program spent, on any preset. A call that
+  waits (a sync, a synchronous or pageable copy) keeps the preset's cost: its wait is what the
+  model predicts, and an edit (pinning the memory, dropping the sync) must be able to change it.
 
 :func:`reconstruct` also returns the measurement re-indexed to the pipeline's program (host gap
 ops shift the indices; left-out rows get indices past the program), so that compare, the app's
@@ -30,7 +33,6 @@ side-by-side view and a saved run line the two up op by op. Qt-free.
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -43,8 +45,6 @@ from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
 KINETO_DEFAULT_STREAM = "stream 7"
 #: Host gaps shorter than this are the calls' own overhead, not program work.
 MIN_HOST_GAP_US = 2.0
-#: A call that does not wait for the device and took longer than this is kept as host time.
-SLOW_CALL_US = 100.0
 #: Calls that wait for the device: their measured time is the wait the model simulates.
 _WAITING_KINDS = ("stream_sync", "event_sync", "device_sync")
 #: A kernel's shape when the trace does not say: one block of 256 threads.
@@ -69,16 +69,9 @@ def reconstruct(
     *,
     name: str | None = None,
     min_host_gap_us: float = MIN_HOST_GAP_US,
-    call_cost_ns: Callable[[str], int] | None = None,
 ) -> Reconstruction:
-    """Rebuild ``tl``'s host program as a pipeline (see the module doc).
-
-    ``call_cost_ns(kind)``: what the simulator will charge the host for a call of that kind
-    (a preset's issue cost and call gap). With it, the rest of the measured time of a call
-    that does not wait for the device goes to a host op just before it, so that on that preset
-    the unedited pipeline's calls return when they did; without it, only host time between
-    calls (and slow calls) becomes host ops."""
-    builder = _Builder(tl, min_host_gap_us, call_cost_ns)
+    """Rebuild ``tl``'s host program as a pipeline (see the module doc)."""
+    builder = _Builder(tl, min_host_gap_us)
     program = builder.program()
     pipeline = Pipeline(
         name=name or (f"{tl.name} (rebuilt)" if tl.name else "rebuilt from a trace"),
@@ -88,7 +81,8 @@ def reconstruct(
     pipeline.extra["description"] = (
         f"Rebuilt from a measured timeline of {len(tl)} ops"
         f"{' on ' + tl.device if tl.device else ''}: kernels keep their measured time, "
-        "host time between calls became host ops."
+        "host time between calls became host ops, and calls that do not wait for the device "
+        "keep their measured time (call_us)."
     )
     return Reconstruction(pipeline, builder.measured(len(program)), _summarised(builder.notes))
 
@@ -113,13 +107,9 @@ def _summarised(notes: list[str], keep: int = 3) -> list[str]:
 
 
 class _Builder:
-    def __init__(
-        self, tl: Timeline, min_host_gap_us: float, call_cost_ns: Callable[[str], int] | None
-    ) -> None:
+    def __init__(self, tl: Timeline, min_host_gap_us: float) -> None:
         self.tl = tl
-        self.call_cost_ns = call_cost_ns
         self.min_gap_ns = round(min_host_gap_us * 1000)
-        self.slow_call_ns = round(SLOW_CALL_US * 1000)
         self.kineto = tl.meta.get("trace_format") == "kineto"
         self.calls: list[str] = list(tl.meta.get("calls") or [""] * len(tl))
         self.shapes: dict[str, Any] = dict(tl.meta.get("kernel_shapes") or {})
@@ -183,15 +173,10 @@ class _Builder:
             begin = int(tl.issue_start[row])
             if begin != NO_TIME and free_from is not None:
                 carry += begin - free_from
-            carry += self.excess_ns(row, op)
             if carry > self.min_gap_ns:
                 program.append(Op("host", duration_us=round(carry / 1000.0, 3), label="host work"))
                 carry = 0
-            slow = self.slow_call_us(row, op) if self.call_cost_ns is None else 0.0
-            if slow:
-                program.append(
-                    Op("host", duration_us=slow, label=_short(f"{self.calls[row]} (slow call)"))
-                )
+            op.call_us = self.call_us(row, op)
             self.op_of_row[row] = len(program)
             program.append(op)
             if tl.issue_end[row] != NO_TIME:
@@ -200,32 +185,20 @@ class _Builder:
                 last_stream = op.stream
         return program
 
-    def excess_ns(self, row: int, op: Op) -> int:
-        """With the simulated call costs known: how much longer this call took than the
-        simulation will charge for it, unless it waits for the device. The host op before the
-        call takes it, so that the call returns (and its work starts) when it did."""
+    def call_us(self, row: int, op: Op) -> float | None:
+        """The call's measured host time, for a call that does not wait for the device (a
+        waiting call's time is the wait the model predicts, which an edit must be able to
+        change); None when the trace has no call span."""
         tl = self.tl
-        if self.call_cost_ns is None or self.waits_for_device(op):
-            return 0
+        if self.waits_for_device(op):
+            return None
         if tl.issue_start[row] == NO_TIME or tl.issue_end[row] == NO_TIME:
-            return 0
-        return int(tl.issue_end[row] - tl.issue_start[row]) - self.call_cost_ns(op.op)
+            return None
+        return round(max(0, int(tl.issue_end[row] - tl.issue_start[row])) / 1000.0, 3)
 
     @staticmethod
     def waits_for_device(op: Op) -> bool:
         return op.op in _WAITING_KINDS or op.is_async is False or op.host_memory == "pageable"
-
-    def slow_call_us(self, row: int, op: Op) -> float:
-        """The measured time of a call that does not wait for the device, when it is far
-        beyond what a call costs (a first cudaMalloc or cudaFree initialising the context): a
-        preset's call costs would drop it."""
-        tl = self.tl
-        if self.waits_for_device(op):
-            return 0.0
-        if tl.issue_start[row] == NO_TIME or tl.issue_end[row] == NO_TIME:
-            return 0.0
-        took = int(tl.issue_end[row] - tl.issue_start[row])
-        return round(took / 1000.0, 3) if took > self.slow_call_ns else 0.0
 
     def op_for(self, row: int, last_stream: str | None) -> Op | None:
         tl, kind = self.tl, self.tl.op_kind(row)

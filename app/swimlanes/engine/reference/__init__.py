@@ -11,7 +11,8 @@ once.
 1. **Host thread** (``Simulation.host_call``). The program is issued in order, one call after
    another: each call costs ``host_call_gap_us`` (none before the first) plus the preset's
    ``issue_cost_us`` of its kind, or its ``repeat_issue_cost_us`` when it repeats the call just
-   before it (the same op with the same arguments, any stream). An op takes effect when its
+   before it (the same op with the same arguments, any stream); an op's own ``call_us`` (a
+   captured call's measured time) replaces either. An op takes effect when its
    call's cost is spent; the call then returns at once except:
 
    - a synchronous copy, and any copy involving pageable memory other than an async pageable
