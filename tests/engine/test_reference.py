@@ -12,7 +12,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from hypothesis import HealthCheck, assume, given, settings
+from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from strategies import device_presets, pipelines, wide_pipelines
 
@@ -137,26 +137,11 @@ def test_random_wide_pipelines_with_ties(pipeline: Pipeline, preset: str) -> Non
     assert_same_but_known_ties(pipeline, preset)
 
 
-def skips_the_rest(preset: DevicePreset) -> bool:
-    """Whether the fast engine skips this preset's rest after a copy against the other
-    direction (test_rest_after_a_copy_against_the_other_direction_without_slowdown)."""
-    rests = preset.bidirectional_rest_us or preset.bidirectional_rest_d2h_us
-    fluid = (
-        preset.copy_engines_per_direction > 1
-        or preset.bidirectional_slowdown > 0
-        or (preset.bidirectional_slowdown_d2h or 0) > 0
-        or preset.bidirectional_overhead_us > 0
-        or (preset.bidirectional_overhead_d2h_us or 0) > 0
-    )
-    return bool(rests) and not fluid
-
-
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pipeline=st.one_of(pipelines(), wide_pipelines()), preset=device_presets())
 def test_random_pipelines_on_redrawn_presets(pipeline: Pipeline, preset: DevicePreset) -> None:
     """Figures no built-in preset has: Fermi queues with two copy engines, one resident
     kernel, latencies everywhere, chunked pageable copies on a textbook GPU ..."""
-    assume(not skips_the_rest(preset))
     assert_same_but_known_ties(pipeline, preset)
 
 
@@ -164,7 +149,6 @@ def test_random_pipelines_on_redrawn_presets(pipeline: Pipeline, preset: DeviceP
 @settings(max_examples=3000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(pipeline=st.one_of(pipelines(), wide_pipelines(max_ops=60)), preset=device_presets())
 def test_random_pipelines_on_redrawn_presets_long(pipeline: Pipeline, preset: DevicePreset) -> None:
-    assume(not skips_the_rest(preset))
     assert_same_but_known_ties(pipeline, preset)
 
 
@@ -280,12 +264,6 @@ def test_the_reference_rests_after_a_copy_against_the_other_direction() -> None:
     assert reference.start.tolist()[1] == 41_943 + 5_000
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="fast engine: bidirectional_rest_us is skipped when the preset has no "
-    "bidirectional slowdown or overhead (copies.py CopyEngines.dispatch marks a copy as run "
-    "against the other direction only in its fluid path, _fluid leaving the rest out)",
-)
 def test_rest_after_a_copy_against_the_other_direction_without_slowdown() -> None:
     assert_same(copies_both_ways(), rest_without_slowdown())
 

@@ -120,7 +120,9 @@ class CopyEngines:
             self._fixed[H2D] / self._slowed[H2D],
             self._fixed[D2H] / self._slowed[D2H],
         )
-        self._fluid = self._fluid or self._slowed[D2H] > 1.0 or any(self._fixed)
+        # A rest after a copy that ran against the other direction needs the fluid path too:
+        # it is what marks a copy as having run against the other direction.
+        self._fluid = self._fluid or self._slowed[D2H] > 1.0 or any(self._fixed) or any(rests)
         for k, e in enumerate(self.engines):
             e.index = k
         #: float(k) for every count of copies running in one direction (a lookup, not a call).

@@ -116,7 +116,7 @@ once.
     copies readied at one instant go by program order (rule 6): no other result depends on
     the order in which the simultaneous happenings of an instant are handled.
 
-Known discrepancies with the fast engine (the tests mark them; see docs/simulating.md):
+The known discrepancy with the fast engine (the tests mark it; see docs/simulating.md):
 
 - *Ties at the block scheduler.* The fast engine serves kernels that reach the scheduler at
   one instant in the order it happened to handle them: the queues released by one op are
@@ -127,10 +127,6 @@ Known discrepancies with the fast engine (the tests mark them; see docs/simulati
   ``simulate_reference_with_fast_engine_ties`` reproduces that order (a stack of queues to
   look at, the fast engine's wake-ups, kernels in the order they arrived), so that the tests
   tell this discrepancy from any other.
-- *Rest after a copy against the other direction.* The fast engine skips
-  ``bidirectional_rest_us`` on a preset with no bidirectional slowdown or overhead (it marks
-  a copy as having run against the other direction only where copies change each other's
-  speed); the reference rests whenever the copy ran against the other direction.
 """
 
 from __future__ import annotations
