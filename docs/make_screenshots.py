@@ -295,6 +295,15 @@ def make_window_shots(out_dir: Path, wanted: Callable[[str], bool]) -> list[Path
             _split_schedule(w, 0.5)
             shooter.settle()
             written.append(shooter.save("window-insights", w.schedule_dock))
+        if wanted("window-critical-path"):
+            # The pageable trap's path: the host thread itself, through its pageable copies.
+            shooter.open_example("pageable-trap")
+            w.bottom_tabs.setCurrentWidget(w.critical)
+            _schedule_only(shooter)
+            _split_schedule(w, 0.5)
+            shooter.settle()
+            written.append(shooter.save("window-critical-path", w.schedule_dock))
+            w.bottom_tabs.setCurrentWidget(w.insights)
         measurement = _shipped_measurement()
         if measurement is not None and wanted("window-side-by-side"):
             written.append(_side_by_side(shooter, *measurement))
@@ -552,6 +561,7 @@ WINDOW_SHOTS = (
     "window-editor",
     "window-schedule",
     "window-insights",
+    "window-critical-path",
     "window-side-by-side",
     "charts-search",
     "charts-rows",
