@@ -75,6 +75,16 @@ class CriticalPath:
     host_slack_ns: np.ndarray
     makespan_ns: int
 
+    def least_slack_rows(self, count: int | None = None) -> list[int]:
+        """Rows of the device ops off the path, least slack first (``count`` of them)."""
+        on_path = {s.row for s in self.steps if not s.on_host}
+        rows = [
+            r for r in range(len(self.device_slack_ns))
+            if self.device_slack_ns[r] >= 0 and r not in on_path
+        ]  # fmt: skip
+        rows.sort(key=lambda r: int(self.device_slack_ns[r]))
+        return rows if count is None else rows[:count]
+
     def share_ns(self, tl: Timeline) -> dict[str, int]:
         """The makespan along the path by what filled it: "host calls", "copies", "kernels",
         "other device ops" and "lags" (latencies and host gaps between steps). A step counts

@@ -75,13 +75,11 @@ def format_critical_path(tl: Timeline, cp: CriticalPath, slack_rows: int = 10) -
 
 
 def _least_slack(tl: Timeline, cp: CriticalPath, count: int) -> list[str]:
-    on_path = {s.row for s in cp.steps if not s.on_host}
-    rows = [r for r in range(len(tl)) if cp.device_slack_ns[r] >= 0 and r not in on_path]
-    rows.sort(key=lambda r: int(cp.device_slack_ns[r]))
+    rows = cp.least_slack_rows(count)
     if not rows:
         return []
     out = ["ops off the path with the least slack (how much later each could end):"]
-    for r in rows[:count]:
+    for r in rows:
         out.append(
             f"{int(tl.index[r]):>6}  {tl.op_kind(r):<12} {str(tl.stream_name(r) or '-'):<12} "
             f"slack {fmt_time(int(cp.device_slack_ns[r])):>11}  {tl.labels[r]}"

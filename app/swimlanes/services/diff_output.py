@@ -10,7 +10,7 @@ from swimlanes.resources import pipeline_argument
 from swimlanes.services.runs import is_pipeline_file, load_trace
 from swimlanes.services.simulation import simulate_file
 from swimlanes.timeline.compare import fmt_time
-from swimlanes.timeline.diff import TimelineDiff
+from swimlanes.timeline.diff import TimelineDiff, delta_summary, signed_time
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 
@@ -25,10 +25,6 @@ def load_side(arg: str, device: str | None) -> Timeline:
     return timeline
 
 
-def _signed(ns: int) -> str:
-    return ("+" if ns >= 0 else "-") + fmt_time(abs(ns))
-
-
 def _title(tl: Timeline) -> str:
     return f"{tl.name or 'unnamed'} ({tl.source}{', ' + tl.device if tl.device else ''})"
 
@@ -36,13 +32,10 @@ def _title(tl: Timeline) -> str:
 def format_diff(d: TimelineDiff, top: int = 15) -> str:
     """Both makespans and their delta, what matched, and the ops that changed most."""
     a, b = d.a, d.b
-    base = a.makespan_ns
-    pct = f" ({100.0 * d.makespan_delta_ns / base:+.1f}%)" if base else ""
     lines = [
         f"A: {_title(a)}  makespan {fmt_time(a.makespan_ns)}",
         f"B: {_title(b)}  makespan {fmt_time(b.makespan_ns)}",
-        f"B - A: {_signed(d.makespan_delta_ns)}{pct}; {len(d.rows_a)} ops matched by "
-        f"{d.matched_by}, {len(d.only_a)} only in A, {len(d.only_b)} only in B",
+        delta_summary(d),
     ]
     start, duration = d.deltas()
     has = (start != NO_TIME) & (duration != NO_TIME)
@@ -57,8 +50,8 @@ def format_diff(d: TimelineDiff, top: int = 15) -> str:
         ra = int(d.rows_a[i])
         lines.append(
             f"{int(a.index[ra]):>6} {int(b.index[d.rows_b[i]]):>6}  {a.op_kind(ra):<12} "
-            f"{str(a.stream_name(ra) or '-'):<12} {_signed(int(start[i])):>11} "
-            f"{_signed(int(duration[i])):>13}  {a.labels[ra]}"
+            f"{str(a.stream_name(ra) or '-'):<12} {signed_time(int(start[i])):>11} "
+            f"{signed_time(int(duration[i])):>13}  {a.labels[ra]}"
         )
     if len(order) > top:
         lines.append(f"... {len(order) - top} more matched ops (--json lists every one)")

@@ -25,6 +25,7 @@ from typing import Any
 
 import numpy as np
 
+from swimlanes.timeline.compare import fmt_time
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 MATCHES = ("auto", "index", "label", "stream")
@@ -144,6 +145,21 @@ def _match_by(
 def _in_issue_order(tl: Timeline) -> list[int]:
     when = np.where(tl.issue_start != NO_TIME, tl.issue_start, tl.start)
     return np.argsort(when, kind="stable").tolist()
+
+
+def signed_time(ns: int) -> str:
+    """A delta as ``+1.25 ms`` / ``-40.0 us`` ("" for NO_TIME)."""
+    return "" if ns == NO_TIME else ("+" if ns >= 0 else "-") + fmt_time(abs(ns))
+
+
+def delta_summary(d: TimelineDiff) -> str:
+    """``B - A: -3.14 ms (-6.9%); 13 ops matched by index, 0 only in A, 0 only in B``."""
+    base = d.a.makespan_ns
+    pct = f" ({100.0 * d.makespan_delta_ns / base:+.1f}%)" if base else ""
+    return (
+        f"B - A: {signed_time(d.makespan_delta_ns)}{pct}; {len(d.rows_a)} ops matched by "
+        f"{d.matched_by}, {len(d.only_a)} only in A, {len(d.only_b)} only in B"
+    )
 
 
 def _us(ns: int) -> float | None:

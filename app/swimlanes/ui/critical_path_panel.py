@@ -197,10 +197,7 @@ class CriticalPathPanel(QWidget):
                 self.steps.setItem(row, col, item)
 
     def _fill_slack(self, tl: Timeline, cp: CriticalPath) -> None:
-        on_path = {s.row for s in cp.steps if not s.on_host}
-        rows = [r for r in range(len(tl)) if cp.device_slack_ns[r] >= 0 and r not in on_path]
-        rows.sort(key=lambda r: int(cp.device_slack_ns[r]))
-        rows = rows[:SLACK_ROWS]
+        rows = cp.least_slack_rows(SLACK_ROWS)
         self.slack.setRowCount(len(rows))
         for row, r in enumerate(rows):
             index = int(tl.index[r])

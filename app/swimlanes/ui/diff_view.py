@@ -23,7 +23,7 @@ from PySide6.QtWidgets import (
 )
 
 from swimlanes.timeline.compare import fmt_time
-from swimlanes.timeline.diff import TimelineDiff, diff_timelines
+from swimlanes.timeline.diff import delta_summary, diff_timelines, signed_time
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 from swimlanes.ui.gantt.chart import GanttChart
 from swimlanes.ui.gantt.side_by_side import union_rows
@@ -48,20 +48,6 @@ def side_title(tl: Timeline) -> str:
     """``chunked overlap (simulated, h200), makespan 45.64 ms``."""
     where = ", ".join(x for x in (tl.source, tl.device) if x)
     return f"{tl.name or 'unnamed'} ({where}), makespan {fmt_time(tl.makespan_ns)}"
-
-
-def diff_summary(d: TimelineDiff) -> str:
-    base = d.a.makespan_ns
-    pct = f" ({100.0 * d.makespan_delta_ns / base:+.1f}%)" if base else ""
-    sign = "+" if d.makespan_delta_ns >= 0 else "-"
-    return (
-        f"B - A: {sign}{fmt_time(abs(d.makespan_delta_ns))}{pct}. {len(d.rows_a)} ops matched by "
-        f"{d.matched_by}; {len(d.only_a)} only in A, {len(d.only_b)} only in B."
-    )
-
-
-def _signed(ns: int) -> str:
-    return "" if ns == NO_TIME else ("+" if ns >= 0 else "-") + fmt_time(abs(ns))
 
 
 def _plain(ns: int) -> str:
@@ -90,7 +76,7 @@ class DiffWindow(QMainWindow):
         self.setObjectName("diff_window")
         self.diff = diff_timelines(a, b, match)
         self.setWindowTitle(f"Diff: {a.name or 'A'} / {b.name or 'B'} — Swimlanes")
-        self.summary = QLabel(diff_summary(self.diff))
+        self.summary = QLabel(delta_summary(self.diff))
         self.summary.setObjectName("diff_summary")
         self.chart_a, self.chart_b = GanttChart(), GanttChart()
         rows = union_rows(a, b)
@@ -145,9 +131,11 @@ class DiffWindow(QMainWindow):
                 _Item(str(int(b.index[rb])), int(b.index[rb])),
                 _Item(a.op_kind(ra), 0),
                 _Item(a.stream_name(ra) or "-", 0),
-                _Item(_signed(int(start[i])), abs(int(start[i])) if start[i] != NO_TIME else -1),
                 _Item(
-                    _signed(int(duration[i])),
+                    signed_time(int(start[i])), abs(int(start[i])) if start[i] != NO_TIME else -1
+                ),
+                _Item(
+                    signed_time(int(duration[i])),
                     abs(int(duration[i])) if duration[i] != NO_TIME else -1,
                 ),
                 _Item(_plain(int(sa[i])), int(sa[i])),
