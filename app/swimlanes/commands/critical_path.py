@@ -10,21 +10,14 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 
 from swimlanes.analysis.critical_path import critical_path
-from swimlanes.resources import pipeline_argument
 from swimlanes.services.critical_path_output import critical_path_json, format_critical_path
-from swimlanes.services.runs import is_pipeline_file, load_trace
-from swimlanes.services.simulation import simulate_file
+from swimlanes.services.simulation import timeline_of_file
 
 
 def run(args: argparse.Namespace) -> int:
-    path = Path(pipeline_argument(args.file))
-    if path.is_file() and not is_pipeline_file(path):
-        timeline, _ = load_trace(path)
-    else:
-        _, timeline = simulate_file(args.file, args.device)
+    timeline = timeline_of_file(args.file, args.device)
     cp = critical_path(timeline)
     if args.json:
         print(json.dumps(critical_path_json(timeline, cp), indent=1))

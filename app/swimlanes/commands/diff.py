@@ -11,13 +11,14 @@ from __future__ import annotations
 import argparse
 import json
 
-from swimlanes.services.diff_output import format_diff, load_side
+from swimlanes.services.diff_output import format_diff
+from swimlanes.services.simulation import timeline_of_file
 from swimlanes.timeline.diff import diff_json, diff_timelines
 
 
 def run(args: argparse.Namespace) -> int:
-    a = load_side(args.a, args.device_a or args.device)
-    b = load_side(args.b, args.device_b or args.device)
+    a = timeline_of_file(args.a, args.device_a or args.device)
+    b = timeline_of_file(args.b, args.device_b or args.device)
     d = diff_timelines(a, b, args.match)
     if args.json:
         print(json.dumps(diff_json(d), indent=1))

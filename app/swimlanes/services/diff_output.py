@@ -1,28 +1,12 @@
-"""Loading either side of ``swimlanes diff`` and the diff as a table."""
+"""``swimlanes diff`` as a table."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 
-from swimlanes.resources import pipeline_argument
-from swimlanes.services.runs import is_pipeline_file, load_trace
-from swimlanes.services.simulation import simulate_file
 from swimlanes.timeline.compare import fmt_time
 from swimlanes.timeline.diff import TimelineDiff, delta_summary, signed_time
 from swimlanes.timeline.timeline import NO_TIME, Timeline
-
-
-def load_side(arg: str, device: str | None) -> Timeline:
-    """A pipeline (file or example name) simulated on ``device``, or the timeline of a saved
-    run, timeline file or trace, as it was measured."""
-    path = Path(pipeline_argument(arg))
-    if path.is_file() and not is_pipeline_file(path):
-        timeline, _ = load_trace(path)
-        return timeline
-    _, timeline = simulate_file(arg, device)
-    return timeline
 
 
 def _title(tl: Timeline) -> str:

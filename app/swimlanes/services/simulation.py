@@ -12,6 +12,7 @@ from swimlanes.model.io import load_pipeline
 from swimlanes.resources import pipeline_argument
 from swimlanes.services.devices import device_choice
 from swimlanes.services.errors import CommandError
+from swimlanes.services.runs import is_pipeline_file, load_trace
 from swimlanes.timeline.metrics import Metrics, metrics_json
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
@@ -104,3 +105,14 @@ def format_table(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> str:
     rows.append(("2+ engines busy (overlap)", m.overlap_ns, m.overlap_pct))
     lines += [f"{label:<26}{ns / 1000.0:>12.1f} us   {pct:5.1f}%" for label, ns, pct in rows]
     return "\n".join(lines)
+
+
+def timeline_of_file(arg: str, device: str | None) -> Timeline:
+    """A pipeline (file or example name) simulated on ``device``, or the timeline of a saved
+    run, timeline file or trace, as it was measured (``diff`` and ``critical-path``)."""
+    path = Path(pipeline_argument(arg))
+    if path.is_file() and not is_pipeline_file(path):
+        timeline, _ = load_trace(path)
+        return timeline
+    _, timeline = simulate_file(arg, device)
+    return timeline

@@ -521,11 +521,11 @@ def dialogs_open_timeline(parent: Any) -> str | None:  # noqa: ANN401 - the main
 
 def _other_timeline(path: str, device: Any) -> Any:  # noqa: ANN401 - a TaskRunner's work
     def load(progress: Any, cancel: Any) -> Any:  # noqa: ANN401
-        from swimlanes.services.diff_output import load_side
         from swimlanes.services.errors import CommandError
+        from swimlanes.services.simulation import timeline_of_file
 
         try:
-            return load_side(path, device if isinstance(device, str) else None)
+            return timeline_of_file(path, device if isinstance(device, str) else None)
         except CommandError as err:
             raise ValueError(str(err)) from None
 
