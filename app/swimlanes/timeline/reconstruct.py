@@ -122,7 +122,6 @@ class _Builder:
         ):
             if k == _EVENT_DEP:
                 self.record_of[d] = s
-        self.waited = set(self.record_of.values())
 
     # -- streams ----------------------------------------------------------------------------
     def _legacy(self) -> str | None:
