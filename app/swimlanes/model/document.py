@@ -10,6 +10,8 @@ import itertools
 from dataclasses import dataclass, field, fields, replace
 from typing import Any
 
+from swimlanes.model.op_kinds import REGISTRY, kinds_where
+
 FORMAT_NAME = "swimlanes-pipeline"
 FORMAT_VERSION = 1
 
@@ -18,38 +20,20 @@ DEFAULT_STREAM = "default"
 STREAM_KINDS: tuple[str, ...] = ("legacy_default", "per_thread_default", "blocking", "non_blocking")
 
 COPY_OPS: tuple[str, ...] = ("h2d", "d2h", "d2d")
+#: A copy between two devices' memories (cudaMemcpyPeerAsync), over NVLink or PCIe.
+PEER_COPY = "peer_copy"
+#: NCCL collectives: one op per participating device's stream, on a communicator.
+COLLECTIVE_OPS: tuple[str, ...] = ("all_reduce", "reduce_scatter", "all_gather", "broadcast")
+#: Ops that involve more than one device: they need a multi-device preset to be meaningful.
+MULTI_DEVICE_OPS: tuple[str, ...] = (PEER_COPY, *COLLECTIVE_OPS)
 HOST_COPY_OPS: tuple[str, ...] = ("h2d", "d2h")
 EVENT_OPS: tuple[str, ...] = ("event_record", "event_wait", "event_sync")
 #: Ops that are enqueued on a stream and do work or ordering there.
-STREAM_OPS: tuple[str, ...] = (
-    "h2d",
-    "d2h",
-    "d2d",
-    "memset",
-    "kernel",
-    "event_record",
-    "event_wait",
-    "stream_sync",
-    "host_func",
-)
+STREAM_OPS: tuple[str, ...] = kinds_where(on_stream=True)
 #: Ops that only involve the host thread (and maybe wait on the device).
-HOST_OPS: tuple[str, ...] = ("event_sync", "device_sync", "host", "malloc", "free")
-OP_KINDS: tuple[str, ...] = (
-    "h2d",
-    "d2h",
-    "d2d",
-    "memset",
-    "kernel",
-    "event_record",
-    "event_wait",
-    "event_sync",
-    "stream_sync",
-    "device_sync",
-    "host",
-    "host_func",
-    "malloc",
-    "free",
-)
+HOST_OPS: tuple[str, ...] = kinds_where(on_stream=False)
+#: Every kind, in registry order (a timeline's ``kind`` column indexes this tuple).
+OP_KINDS: tuple[str, ...] = tuple(k.name for k in REGISTRY)
 HOST_MEMORY_KINDS: tuple[str, ...] = ("pinned", "pageable")
 
 # -- Limits ----------------------------------------------------------------------------------
@@ -96,22 +80,11 @@ MAX_JSON_DEPTH = 64
 MIN_JSON_INT, MAX_JSON_INT = -(1 << 63), (1 << 63) - 1
 
 # What each op is called in CUDA; used by tooltips, the host-program view and code export.
-CUDA_CALLS: dict[str, str] = {
-    "h2d": "cudaMemcpyAsync(..., cudaMemcpyHostToDevice)",
-    "d2h": "cudaMemcpyAsync(..., cudaMemcpyDeviceToHost)",
-    "d2d": "cudaMemcpyAsync(..., cudaMemcpyDeviceToDevice)",
-    "memset": "cudaMemsetAsync",
-    "kernel": "kernel<<<grid, block, 0, stream>>>",
-    "event_record": "cudaEventRecord",
-    "event_wait": "cudaStreamWaitEvent",
-    "event_sync": "cudaEventSynchronize",
-    "stream_sync": "cudaStreamSynchronize",
-    "device_sync": "cudaDeviceSynchronize",
-    "host": "host work (CPU busy)",
-    "host_func": "cudaLaunchHostFunc",
-    "malloc": "cudaMalloc",
-    "free": "cudaFree",
-}
+CUDA_CALLS: dict[str, str] = {k.name: k.cuda_call for k in REGISTRY}
+
+#: The device of a single-device pipeline, and the first device of any pipeline that declares
+#: none: every stream and host op without a ``device`` belongs to the first device.
+DEFAULT_DEVICE = "gpu0"
 
 _uids = itertools.count(1)
 
@@ -127,12 +100,41 @@ class Stream:
     name: str
     kind: str = "blocking"
     priority: int = 0
+    #: The device the stream belongs to (None: the pipeline's first device).
+    device: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "priority": self.priority}
+        if self.device is not None:
+            out["device"] = self.device
         out.update(self.extra)
         return out
+
+
+@dataclass
+class Device:
+    """One GPU of a multi-device pipeline; each has its own engines and its own host thread
+    (one process or thread per GPU, as real programs have). ``name`` is how streams, host ops,
+    peer copies and communicators refer to it; devices are numbered in declaration order."""
+
+    name: str
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, **self.extra}
+
+
+@dataclass
+class Communicator:
+    """An NCCL communicator: the devices (ranks, in this order) its collectives run across."""
+
+    name: str
+    devices: list[str] = field(default_factory=list)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"name": self.name, "devices": list(self.devices), **self.extra}
 
 
 @dataclass
@@ -159,6 +161,17 @@ class Op:
     #: The call's own host time in us, measured (a captured or imported program's): it replaces
     #: the device preset's issue cost for this call, so that a rebuilt program keeps its pace.
     call_us: float | None = None
+    #: The host thread (named by its device) that issues a host-only op (``host``,
+    #: ``event_sync``, ``device_sync``, ``malloc``, ``free``); None: the first device's. Ops on
+    #: a stream are issued by the thread of the stream's device.
+    device: str | None = None
+    #: A peer copy's source and destination devices (None: the stream's device).
+    src_device: str | None = None
+    dst_device: str | None = None
+    #: A collective's communicator (a name from the pipeline's ``communicators``).
+    communicator: str | None = None
+    #: A broadcast's root device (None: the communicator's first device).
+    root: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     uid: int = field(default_factory=_next_uid, compare=False, repr=False)
 
@@ -211,7 +224,38 @@ class Pipeline:
     name: str = "untitled"
     streams: list[Stream] = field(default_factory=list)
     program: list[Op] = field(default_factory=list)
+    #: Declared devices (empty: one device, :data:`DEFAULT_DEVICE`).
+    devices: list[Device] = field(default_factory=list)
+    communicators: list[Communicator] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+
+    # -- devices --------------------------------------------------------------------------------
+    @property
+    def device_names(self) -> list[str]:
+        """The devices in order; a pipeline that declares none has one, :data:`DEFAULT_DEVICE`."""
+        return [d.name for d in self.devices] or [DEFAULT_DEVICE]
+
+    @property
+    def is_multi_device(self) -> bool:
+        """Whether the pipeline declares more than one device."""
+        return len(self.devices) > 1
+
+    def stream_device(self, stream_name: str | None) -> str:
+        """The device a stream belongs to (the first device for unknown or unset ones)."""
+        stream = self.stream(stream_name) if stream_name is not None else None
+        if stream is not None and stream.device is not None:
+            return stream.device
+        return self.device_names[0]
+
+    def op_device(self, op: Op) -> str:
+        """The device whose host thread issues ``op``: its stream's, else its own ``device``."""
+        name = op.stream_name
+        if name is not None:
+            return self.stream_device(name)
+        return op.device or self.device_names[0]
+
+    def communicator(self, name: str | None) -> Communicator | None:
+        return next((c for c in self.communicators if c.name == name), None)
 
     @property
     def all_streams(self) -> list[Stream]:
@@ -246,6 +290,11 @@ class Pipeline:
             "streams": [s.to_dict() for s in self.streams],
             "program": [op.to_dict() for op in self.program],
         }
+        # Written only when declared, so that a single-device file keeps its shape.
+        if self.devices:
+            out["devices"] = [d.to_dict() for d in self.devices]
+        if self.communicators:
+            out["communicators"] = [c.to_dict() for c in self.communicators]
         out.update(self.extra)
         return out
 
@@ -255,5 +304,9 @@ class Pipeline:
             name=self.name,
             streams=[replace(s, extra=dict(s.extra)) for s in self.streams],
             program=[replace(op, extra=dict(op.extra)) for op in self.program],
+            devices=[replace(d, extra=dict(d.extra)) for d in self.devices],
+            communicators=[
+                replace(c, devices=list(c.devices), extra=dict(c.extra)) for c in self.communicators
+            ],
             extra=dict(self.extra),
         )

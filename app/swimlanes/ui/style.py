@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from PySide6.QtGui import QColor, QGuiApplication, QPalette
 
+from swimlanes.model.op_kinds import REGISTRY
+
 # Okabe & Ito (2008), distinguishable with the common colour-vision deficiencies.
 OKABE_ITO = {
     "orange": "#E69F00",
@@ -19,55 +21,14 @@ OKABE_ITO = {
     "grey": "#999999",
 }
 
-#: Category of each op kind, as shown in the legend.
-OP_CATEGORY: dict[str, str] = {
-    "h2d": "H2D copy",
-    "d2h": "D2H copy",
-    "d2d": "D2D copy",
-    "memset": "Memset",
-    "kernel": "Kernel",
-    "event_record": "Event",
-    "event_wait": "Event",
-    "event_sync": "Sync",
-    "stream_sync": "Sync",
-    "device_sync": "Sync",
-    "host": "Host work",
-    "host_func": "Host function",
-    "malloc": "Memory",
-    "free": "Memory",
-}
+#: Category of each op kind, as shown in the legend (from the op-kind registry).
+OP_CATEGORY: dict[str, str] = {k.name: k.category for k in REGISTRY}
 
-CATEGORY_COLOUR: dict[str, str] = {
-    "H2D copy": OKABE_ITO["sky_blue"],
-    "D2H copy": OKABE_ITO["orange"],
-    "D2D copy": OKABE_ITO["yellow"],
-    "Memset": OKABE_ITO["grey"],
-    "Kernel": OKABE_ITO["bluish_green"],
-    "Event": OKABE_ITO["reddish_purple"],
-    "Sync": OKABE_ITO["vermillion"],
-    "Host work": OKABE_ITO["blue"],
-    "Host function": OKABE_ITO["blue"],
-    # Darker than memset's grey so the legend tells the two apart.
-    "Memory": "#4D4D4D",
-}
+#: One colour per legend category (kinds of one category share theirs in the registry).
+CATEGORY_COLOUR: dict[str, str] = {k.category: k.colour for k in REGISTRY}
 
 #: Palette/tool names of op kinds.
-OP_TITLE: dict[str, str] = {
-    "h2d": "H2D copy",
-    "d2h": "D2H copy",
-    "d2d": "D2D copy",
-    "memset": "Memset",
-    "kernel": "Kernel",
-    "event_record": "Event record",
-    "event_wait": "Event wait",
-    "stream_sync": "Stream sync",
-    "event_sync": "Event sync",
-    "device_sync": "Device sync",
-    "host": "Host work",
-    "host_func": "Host function",
-    "malloc": "Malloc",
-    "free": "Free",
-}
+OP_TITLE: dict[str, str] = {k.name: k.title for k in REGISTRY}
 
 
 def op_colour(op_kind: str) -> QColor:

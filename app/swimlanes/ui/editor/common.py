@@ -11,6 +11,7 @@ from swimlanes.model.document import (
     DEFAULT_STREAM,
     FORMAT_NAME,
     FORMAT_VERSION,
+    MULTI_DEVICE_OPS,
     OP_KINDS,
     STREAM_OPS,
     Op,
@@ -18,6 +19,7 @@ from swimlanes.model.document import (
 )
 from swimlanes.model.edits import EditError
 from swimlanes.model.io import parse_json
+from swimlanes.model.op_kinds import REGISTRY
 from swimlanes.model.validate import PipelineError, pipeline_from_dict
 
 #: Drag from the palette: the payload is the op kind (ASCII).
@@ -26,7 +28,7 @@ OP_MIME = "application/x-swimlanes-op"
 OPS_MIME = "application/x-swimlanes-ops"
 OPS_CLIPBOARD_FORMAT = "swimlanes-ops"
 
-#: Palette order: data movement, compute, ordering, host.
+#: Palette order: data movement, compute, ordering, host, then the multi-device kinds.
 PALETTE_KINDS: tuple[str, ...] = (
     "h2d",
     "d2h",
@@ -42,30 +44,12 @@ PALETTE_KINDS: tuple[str, ...] = (
     "host_func",
     "malloc",
     "free",
+    *MULTI_DEVICE_OPS,
 )
 assert set(PALETTE_KINDS) == set(OP_KINDS)
 
-OP_HELP: dict[str, str] = {
-    "h2d": "Copies host memory to the device on a copy engine; from pageable memory the "
-    "host stages the data first.",
-    "d2h": "Copies device memory to the host on a copy engine; to pageable memory the host "
-    "waits until it is done.",
-    "d2d": "Copies between two device buffers, inside device memory.",
-    "memset": "Fills device memory with a byte value, on the stream.",
-    "kernel": "Launches a grid of thread blocks that the SMs run; concurrent kernels share "
-    "the SMs.",
-    "event_record": "Marks a point in the stream; the event completes when the stream's "
-    "earlier work is done.",
-    "event_wait": "Makes later work in the stream wait until the event completes, without "
-    "blocking the host.",
-    "stream_sync": "Blocks the host thread until all work in the stream is done.",
-    "event_sync": "Blocks the host thread until the event completes.",
-    "device_sync": "Blocks the host thread until all work on the device is done.",
-    "host": "The host thread is busy with CPU work for a while and issues nothing.",
-    "host_func": "Runs a host function in stream order; the stream waits for it to return.",
-    "malloc": "Allocates device memory; it synchronises the device implicitly.",
-    "free": "Frees device memory; it synchronises the device implicitly.",
-}
+#: What each kind does, for tooltips and the inspector (from the op-kind registry).
+OP_HELP: dict[str, str] = {k.name: k.help for k in REGISTRY}
 
 
 def op_tooltip(kind: str) -> str:
