@@ -43,6 +43,7 @@ DOC: dict[str, Any] = {
         {"op": "host", "duration_us": 0},
         {"op": "device_sync"},
     ],
+    "communicators": [{"name": "world", "devices": ["gpu0"]}],
 }
 
 
@@ -183,6 +184,11 @@ _BASE: dict[str, dict[str, Any]] = {
     "host_func": {"stream": "s1", "duration_us": 5},
     "malloc": {"bytes": 4096},
     "free": {},
+    "peer_copy": {"bytes": 4096, "stream": "s1"},
+    "all_reduce": {"bytes": 4096, "communicator": "world"},
+    "reduce_scatter": {"bytes": 4096, "communicator": "world", "stream": "s2"},
+    "all_gather": {"bytes": 4096, "communicator": "world"},
+    "broadcast": {"bytes": 4096, "communicator": "world", "root": "gpu0"},
 }
 _VALID: dict[str, list[Any]] = {
     "stream": ["s1", "default"],

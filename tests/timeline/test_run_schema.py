@@ -12,6 +12,7 @@ import jsonschema
 import pytest
 
 from swimlanes.engine import simulate
+from swimlanes.model.document import OP_KINDS
 from swimlanes.model.generators import example_pipeline, random_pipeline
 from swimlanes.model.validate import pipeline_from_dict
 from swimlanes.resources import example_names, measurements_dir
@@ -116,7 +117,7 @@ INVALID: dict[str, tuple[str, Any]] = {
     "a timeline of another version": ("timeline.version", 2),
     "no columns": ("timeline.columns", ...),
     "a missing column": ("timeline.columns.solo_ns", ...),
-    "an op kind past the list": ("timeline.columns.kind", [0, 14]),
+    "an op kind past the list": ("timeline.columns.kind", [0, len(OP_KINDS)]),
     "a stream index below -1": ("timeline.columns.stream", [0, -2]),
     "a time past 2**62 ns": ("timeline.columns.end", [3_000, 2**62]),
     "a time as a float": ("timeline.columns.start", [1_000.5, 3_000]),
