@@ -117,9 +117,45 @@ def _occupancy() -> dict[str, Any]:
     }
 
 
+def _devices() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "a multi-device timeline's devices (absent: one device)",
+        "required": ["names"],
+        "properties": {
+            "names": _strings("the devices' names"),
+            "stream": _integers("device", "per stream_names entry, its device's index"),
+            "engine": _integers("device", "per engine_names entry, its device's index"),
+            "host": _integers("device", "per op, the device whose host thread issued it"),
+            "occupancy": _integers("device", "per occupancy sample, whose SMs it counts"),
+        },
+        "additionalProperties": False,
+    }
+
+
+def _links() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "links between devices and the ops that used them (absent: none)",
+        "required": ["names"],
+        "properties": {
+            "names": _strings("the links' names, e.g. NVLink gpu0→gpu1"),
+            "op": _integers("link_op", "the row of an op that used a link over its span"),
+            "link": _integers("link_id", "which link (an index into names)"),
+        },
+        "additionalProperties": False,
+    }
+
+
 def timeline_defs() -> dict[str, Any]:
     """The ``$defs`` a timeline schema refers to."""
-    return {"timeline_columns": _columns(), "timeline_deps": _deps(), "occupancy": _occupancy()}
+    return {
+        "timeline_columns": _columns(),
+        "timeline_deps": _deps(),
+        "occupancy": _occupancy(),
+        "timeline_devices": _devices(),
+        "timeline_links": _links(),
+    }
 
 
 def timeline_object() -> dict[str, Any]:
@@ -141,6 +177,8 @@ def timeline_object() -> dict[str, Any]:
             "columns": {"$ref": "#/$defs/timeline_columns"},
             "deps": {"$ref": "#/$defs/timeline_deps"},
             "occupancy": {"$ref": "#/$defs/occupancy"},
+            "devices": {"$ref": "#/$defs/timeline_devices"},
+            "links": {"$ref": "#/$defs/timeline_links"},
         },
         "additionalProperties": False,
     }

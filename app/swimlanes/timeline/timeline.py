@@ -3,6 +3,11 @@
 A :class:`Timeline` is columnar, like Perfetto's slice table: one row per op (program order for
 pipelines, host issue order for imported traces), numpy columns, integer nanoseconds. Lanes are derived:
 one per stream, one per engine, and the host thread (the ops' issue spans).
+
+A multi-device timeline (several GPUs, each with its own engines and host thread) adds the
+device columns (``device_names``, ``stream_device``, ``engine_device``, ``host_device``,
+``occupancy_device``) and the link usage (``link_names``, ``link_op``, ``link_id``); they stay
+empty for a single device, so single-device timelines and their files are unchanged.
 """
 
 from __future__ import annotations
@@ -77,6 +82,21 @@ class Timeline:
     device: str = ""
     name: str = ""
     meta: dict[str, Any] = field(default_factory=dict)
+    #: The devices of a multi-device timeline (empty: one device).
+    device_names: list[str] = field(default_factory=list)
+    #: Per ``stream_names`` entry, its device (an index into ``device_names``).
+    stream_device: np.ndarray = field(default_factory=lambda: _empty(np.int16))
+    #: Per ``engine_names`` entry, its device.
+    engine_device: np.ndarray = field(default_factory=lambda: _empty(np.int16))
+    #: Per op row, the device whose host thread issued it.
+    host_device: np.ndarray = field(default_factory=lambda: _empty(np.int16))
+    #: Links between devices ("NVLink gpu0→gpu1"); op row ``link_op[i]`` used link
+    #: ``link_id[i]`` over its [start, end] (an op may use several links: several entries).
+    link_names: list[str] = field(default_factory=list)
+    link_op: np.ndarray = field(default_factory=lambda: _empty(np.int32))
+    link_id: np.ndarray = field(default_factory=lambda: _empty(np.int16))
+    #: Parallel to ``occupancy_time``: which device's SMs each sample counts.
+    occupancy_device: np.ndarray = field(default_factory=lambda: _empty(np.int16))
 
     def __post_init__(self) -> None:
         n = len(self.index)
@@ -87,6 +107,31 @@ class Timeline:
             raise ValueError(f"labels has {len(self.labels)} rows, expected {n}")
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}")
+        self._check_devices(n)
+
+    def _check_devices(self, n: int) -> None:
+        """The multi-device columns: all empty, or each as long as what it describes, and
+        every index in range."""
+        if len(self.link_op) != len(self.link_id):
+            raise ValueError(f"link_op has {len(self.link_op)} rows, link_id {len(self.link_id)}")
+        _check_index("link_op", self.link_op, n)
+        _check_index("link_id", self.link_id, len(self.link_names))
+        if not self.device_names:
+            for col in ("stream_device", "engine_device", "host_device", "occupancy_device"):
+                if len(getattr(self, col)):
+                    raise ValueError(f"{col} is set but device_names is empty")
+            return
+        expected = {
+            "stream_device": len(self.stream_names),
+            "engine_device": len(self.engine_names),
+            "host_device": n,
+            "occupancy_device": len(self.occupancy_time),
+        }
+        for col, rows in expected.items():
+            arr = getattr(self, col)
+            if len(arr) != rows:
+                raise ValueError(f"{col} has {len(arr)} rows, expected {rows}")
+            _check_index(col, arr, len(self.device_names))
 
     # -- shape ----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -102,6 +147,20 @@ class Timeline:
     def engine_name(self, row: int) -> str | None:
         e = int(self.engine[row])
         return self.engine_names[e] if e >= 0 else None
+
+    @property
+    def is_multi_device(self) -> bool:
+        """Whether the timeline has device columns (a multi-device pipeline's schedule)."""
+        return bool(self.device_names)
+
+    def host_device_name(self, row: int) -> str | None:
+        """The device whose host thread issued op ``row`` (None: a single-device timeline)."""
+        return self.device_names[int(self.host_device[row])] if self.device_names else None
+
+    def links_of(self, row: int) -> list[str]:
+        """The links op ``row`` used (empty for most ops)."""
+        hits = np.flatnonzero(self.link_op == row)
+        return [self.link_names[int(self.link_id[k])] for k in hits]
 
     @property
     def on_device(self) -> np.ndarray:
@@ -234,7 +293,27 @@ class Timeline:
                 "time": self.occupancy_time.tolist(),
                 "sms": self.occupancy_sms.tolist(),
             },
+            **self._devices_dict(),
         }
+
+    def _devices_dict(self) -> dict[str, Any]:
+        """The multi-device keys, only where set (a single-device file keeps its shape)."""
+        out: dict[str, Any] = {}
+        if self.device_names:
+            out["devices"] = {
+                "names": list(self.device_names),
+                "stream": self.stream_device.tolist(),
+                "engine": self.engine_device.tolist(),
+                "host": self.host_device.tolist(),
+                "occupancy": self.occupancy_device.tolist(),
+            }
+        if self.link_names or len(self.link_op):
+            out["links"] = {
+                "names": list(self.link_names),
+                "op": self.link_op.tolist(),
+                "link": self.link_id.tolist(),
+            }
+        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Timeline:
@@ -283,6 +362,7 @@ class Timeline:
             device=str(data.get("device", "")),
             name=str(data.get("name", "")),
             meta=_member(data, "meta", dict, {}),
+            **_devices_from_dict(data),
         )
 
 
@@ -307,8 +387,39 @@ _COLUMN_RANGE: dict[str, tuple[int, int, Any]] = {
     "occupancy_time": (*_TIME, np.int64),
     "dep": (0, np.iinfo(np.int32).max, np.int32),
     "sms": (0, np.iinfo(np.int32).max, np.int32),
+    "device": (0, np.iinfo(np.int16).max, np.int16),
+    "link_op": (0, np.iinfo(np.int32).max, np.int32),
+    "link_id": (0, np.iinfo(np.int16).max, np.int16),
 }
 _TIMES = {"issue_start", "issue_end", "start", "end", "solo_ns", "start_spread", "end_spread"}
+
+
+def _check_index(column: str, values: np.ndarray, size: int) -> None:
+    """Every value of ``values`` indexes a list of ``size`` entries."""
+    if len(values) and (int(values.min()) < 0 or int(values.max()) >= size):
+        bad = int(np.flatnonzero((values < 0) | (values >= size))[0])
+        raise ValueError(f"{column}[{bad}]: {int(values[bad])} is not an index below {size}")
+
+
+def _devices_from_dict(data: dict[str, Any]) -> dict[str, Any]:
+    """The multi-device fields of a timeline file (``devices``, ``links``; both optional)."""
+    out: dict[str, Any] = {}
+    devices = _member(data, "devices", dict, {})
+    if devices:
+        out["device_names"] = [str(x) for x in _member(devices, "names", list, None, "devices.")]
+        for key, col in (("stream", "stream_device"), ("engine", "engine_device"),
+                         ("host", "host_device"), ("occupancy", "occupancy_device")):  # fmt: skip
+            out[col] = _int_list(
+                f"devices.{key}", _member(devices, key, list, [], "devices."), "device"
+            )
+    links = _member(data, "links", dict, {})
+    if links:
+        out["link_names"] = [str(x) for x in _member(links, "names", list, None, "links.")]
+        out["link_op"] = _int_list("links.op", _member(links, "op", list, [], "links."), "link_op")
+        out["link_id"] = _int_list(
+            "links.link", _member(links, "link", list, [], "links."), "link_id"
+        )
+    return out
 
 
 def _member(data: dict[str, Any], key: str, kind: type, default: Any, where: str = "") -> Any:

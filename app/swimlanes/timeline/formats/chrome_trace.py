@@ -43,7 +43,7 @@ from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, SOURCES, Timeline, T
 
 GENERATOR = "swimlanes"
 #: Event categories this exporter writes (import recognises its own files by them).
-OUR_CATS = ("op", "engine", "issue")
+OUR_CATS = ("op", "engine", "issue", "link")
 HOST_ROW = "host thread"
 HOST_TID = 1
 _BASE_PID = {"simulated": 1, "measured": 2}
@@ -54,16 +54,27 @@ def _process_name(tl: Timeline) -> str:
     return f"{title} ({tl.device})" if tl.device else title
 
 
-def _pids(timelines: list[Timeline]) -> list[int]:
+def _pids(timelines: list[Timeline]) -> list[list[int]]:
+    """Per timeline, the pid of each of its devices (one for a single-device timeline). The
+    first device keeps the timeline's own pid (1 simulated, 2 measured, then 3, 4, ...); the
+    other devices of a multi-device timeline get pids from 10 on, so they never take the pid
+    that marks a measured timeline."""
     taken: set[int] = set()
-    pids = []
+    out = []
     for tl in timelines:
         pid = _BASE_PID.get(tl.source, 3)
         while pid in taken:
             pid = max(pid, 2) + 1
         taken.add(pid)
-        pids.append(pid)
-    return pids
+        out.append([pid])
+    extra = 10
+    for tl, pids in zip(timelines, out, strict=True):
+        for _device in tl.device_names[1:]:
+            while extra in taken:
+                extra += 1
+            taken.add(extra)
+            pids.append(extra)
+    return out
 
 
 def _meta(pid: int, tid: int, name: str, value: Any) -> dict[str, Any]:
@@ -79,6 +90,8 @@ def _op_args(tl: Timeline, r: int, on_device: np.ndarray) -> dict[str, Any]:
         "stream": tl.stream_names[s] if s >= 0 else None,
         "engine": tl.engine_names[e] if e >= 0 else None,
     }
+    if tl.device_names:
+        args["device"] = tl.device_names[int(tl.host_device[r])]
     if tl.start_spread is not None and tl.end_spread is not None:
         # Measured runs: p90 - p10 over the repetitions.
         for key, col in (("start_spread_us", tl.start_spread), ("end_spread_us", tl.end_spread)):
@@ -93,23 +106,29 @@ def _op_args(tl: Timeline, r: int, on_device: np.ndarray) -> dict[str, Any]:
 
 
 def _slices(tl: Timeline) -> list[tuple[tuple[str, int], int, int, str, int]]:
-    """``(row, start, end, cat, op_row)`` of every X event, ``row`` being ("host", 0),
-    ("stream", s) or ("engine", e); the ``op`` slice of each op comes first."""
+    """``(row, start, end, cat, op_row)`` of every X event, ``row`` being ("host", d) (the host
+    thread of device d: always 0 for a single device), ("stream", s), ("engine", e) or
+    ("link", l); the ``op`` slice of each op comes first, link slices come last."""
     on_device = tl.on_device
     has_issue = (tl.issue_start != NO_TIME) & (tl.issue_end != NO_TIME)
+    hosts = tl.host_device.tolist() if tl.device_names else [0] * len(tl)
     out = []
     for r in range(len(tl)):
         s, e = int(tl.stream[r]), int(tl.engine[r])
+        host = ("host", hosts[r])
         if on_device[r]:
             span = (int(tl.start[r]), int(tl.end[r]))
-            row = ("stream", s) if s >= 0 else ("engine", e) if e >= 0 else ("host", 0)
+            row = ("stream", s) if s >= 0 else ("engine", e) if e >= 0 else host
             out.append((row, *span, "op", r))
             if e >= 0 and row[0] != "engine":
                 out.append((("engine", e), *span, "engine", r))
             if has_issue[r] and row[0] != "host":
-                out.append((("host", 0), int(tl.issue_start[r]), int(tl.issue_end[r]), "issue", r))
+                out.append((host, int(tl.issue_start[r]), int(tl.issue_end[r]), "issue", r))
         elif has_issue[r]:
-            out.append((("host", 0), int(tl.issue_start[r]), int(tl.issue_end[r]), "op", r))
+            out.append((host, int(tl.issue_start[r]), int(tl.issue_end[r]), "op", r))
+    for r, link in zip(tl.link_op.tolist(), tl.link_id.tolist(), strict=True):
+        if on_device[r]:
+            out.append((("link", link), int(tl.start[r]), int(tl.end[r]), "link", r))
     return out
 
 
@@ -139,51 +158,85 @@ def _sub_lanes(slices: list[tuple]) -> list[int]:
     return lane
 
 
+def _rows(tl: Timeline) -> list[tuple[int, tuple[str, int], str]]:
+    """``(device, row, name)`` of every row in display order: per device its host thread, its
+    streams, its engines and the links leaving it (all on device 0 for a single device)."""
+    if not tl.device_names:
+        rows = [(0, ("host", 0), HOST_ROW)]
+        rows += [(0, ("stream", s), n) for s, n in enumerate(tl.stream_names)]
+        return rows + [(0, ("engine", e), f"{n} engine") for e, n in enumerate(tl.engine_names)]
+    link_device = _link_devices(tl)
+    out = []
+    for d in range(len(tl.device_names)):
+        out.append((d, ("host", d), HOST_ROW))
+        out += [(d, ("stream", s), n) for s, n in enumerate(tl.stream_names)
+                if int(tl.stream_device[s]) == d]  # fmt: skip
+        out += [(d, ("engine", e), f"{n} engine") for e, n in enumerate(tl.engine_names)
+                if int(tl.engine_device[e]) == d]  # fmt: skip
+        out += [(d, ("link", k), n) for k, n in enumerate(tl.link_names) if link_device[k] == d]
+    return out
+
+
+def _link_devices(tl: Timeline) -> list[int]:
+    """The device each link leaves from: the one whose name follows the link's kind
+    ("NVLink gpu0→gpu1" leaves gpu0), else the first device."""
+    out = []
+    for name in tl.link_names:
+        src = name.split(" ", 1)[-1].split("→", 1)[0]
+        out.append(tl.device_names.index(src) if src in tl.device_names else 0)
+    return out
+
+
 def _row_events(
-    tl: Timeline, pid: int, errors: list[dict[str, float]] | None = None
-) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray]:
+    tl: Timeline, pids: list[int], errors: list[dict[str, float]] | None = None
+) -> tuple[list[dict[str, Any]], np.ndarray, np.ndarray, np.ndarray]:
     """Metadata + X events of one timeline (``errors``: extra args of each op's ``op`` event);
-    returns also each op's tid and the (ts, end) of its ``op`` slice, for flows."""
+    returns also each op's pid and tid and the (ts, end) of its ``op`` slice, for flows."""
     t0 = tl.t0
     slices = _slices(tl)
     lanes = _sub_lanes(slices)
-    used: dict[tuple, int] = {("host", 0): 1}
+    rows = _rows(tl)
+    used: dict[tuple, int] = {row: 1 for _d, row, _n in rows if row[0] == "host"}
     for sl, lane in zip(slices, lanes, strict=True):
         used[sl[0]] = max(used.get(sl[0], 0), lane + 1)
-    rows = [("host", 0)] + [("stream", s) for s in range(len(tl.stream_names))]
-    rows += [("engine", e) for e in range(len(tl.engine_names))]
-    names = {("host", 0): HOST_ROW}
-    names.update({("stream", s): n for s, n in enumerate(tl.stream_names)})
-    names.update({("engine", e): f"{n} engine" for e, n in enumerate(tl.engine_names)})
-    out = [
-        _meta(pid, 0, "process_name", _process_name(tl)),
-        _meta(pid, 0, "process_sort_index", pid),
-    ]
-    tid_of: dict[tuple, int] = {}
-    for row in rows:
+    out = []
+    names = [_process_name(tl)]
+    if tl.device_names:
+        names = [f"{names[0]} {device}" for device in tl.device_names]
+    for pid, name in zip(pids, names, strict=True):
+        out += [_meta(pid, 0, "process_name", name), _meta(pid, 0, "process_sort_index", pid)]
+    place: dict[tuple, tuple[int, int]] = {}
+    next_tid = dict.fromkeys(pids, HOST_TID)
+    for d, row, row_name in rows:
+        pid = pids[d]
         for lane in range(max(used.get(row, 0), 1)):
-            tid = tid_of[(row, lane)] = len(tid_of) + HOST_TID
-            name = names[row] if lane == 0 else f"{names[row]} ({lane + 1})"
+            tid = next_tid[pid]
+            next_tid[pid] += 1
+            place[(row, lane)] = (pid, tid)
+            name = row_name if lane == 0 else f"{row_name} ({lane + 1})"
             out += [_meta(pid, tid, "thread_name", name), _meta(pid, tid, "thread_sort_index", tid)]
+    op_pid = np.full(len(tl), pids[0], dtype=np.int64)
     op_tid = np.full(len(tl), HOST_TID, dtype=np.int64)
     op_span = np.zeros((len(tl), 2), dtype=np.float64)
     on_device = tl.on_device
     args = [_op_args(tl, r, on_device) for r in range(len(tl))]
     for (row, start, end, cat, r), lane in zip(slices, lanes, strict=True):
-        tid = tid_of[(row, lane)]
+        pid, tid = place[(row, lane)]
         ts, dur = (start - t0) / 1000.0, (end - start) / 1000.0
         a = args[r]
         if cat == "op":
-            op_tid[r], op_span[r] = tid, (ts, ts + dur)
+            op_pid[r], op_tid[r], op_span[r] = pid, tid, (ts, ts + dur)
             a = {**a, "row": row[0], **(errors[r] if errors else {})}
         elif cat == "issue":
             a = {"index": a["index"], "op": a["op"], "stream": a["stream"]}
+        elif cat == "link":
+            a = {"index": a["index"], "op": a["op"], "link": tl.link_names[row[1]]}
         label = tl.labels[r] or args[r]["op"]
         out.append(
             {"ph": "X", "cat": cat, "name": label, "pid": pid, "tid": tid, "ts": ts, "dur": dur,
              "args": a}
         )  # fmt: skip
-    return out, op_tid, op_span
+    return out, op_pid, op_tid, op_span
 
 
 def _flow_points(src: tuple[float, float], dst: tuple[float, float]) -> tuple[float, float]:
@@ -207,7 +260,7 @@ def _flow_points(src: tuple[float, float], dst: tuple[float, float]) -> tuple[fl
 
 
 def _flow_events(
-    tl: Timeline, pid: int, op_tid: np.ndarray, op_span: np.ndarray, first_id: int
+    tl: Timeline, op_pid: np.ndarray, op_tid: np.ndarray, op_span: np.ndarray, first_id: int
 ) -> list[dict[str, Any]]:
     out = []
     for k in range(len(tl.dep_src)):
@@ -215,16 +268,16 @@ def _flow_events(
         s_ts, f_ts = _flow_points(tuple(op_span[src]), tuple(op_span[dst]))
         name = DEP_KINDS[int(tl.dep_kind[k])]
         fid = first_id + k
-        common = {"cat": "dependency", "name": name, "id": fid, "pid": pid}
+        common = {"cat": "dependency", "name": name, "id": fid}
         # args.index names the op at each end exactly (a zero-length op sharing its time with
         # the next op on the row would make binding by time ambiguous).
         out.append(
-            {**common, "ph": "s", "tid": int(op_tid[src]), "ts": float(s_ts),
-             "args": {"index": int(tl.index[src])}}
+            {**common, "pid": int(op_pid[src]), "ph": "s", "tid": int(op_tid[src]),
+             "ts": float(s_ts), "args": {"index": int(tl.index[src])}}
         )  # fmt: skip
         out.append(
-            {**common, "ph": "f", "bp": "e", "tid": int(op_tid[dst]), "ts": float(f_ts),
-             "args": {"index": int(tl.index[dst])}}
+            {**common, "pid": int(op_pid[dst]), "ph": "f", "bp": "e", "tid": int(op_tid[dst]),
+             "ts": float(f_ts), "args": {"index": int(tl.index[dst])}}
         )  # fmt: skip
     return out
 
@@ -261,21 +314,35 @@ def timeline_to_chrome_trace(timelines: list[Timeline]) -> dict[str, Any]:
     next_flow = 1
     pids = _pids(timelines)
     errors = _error_args(timelines)
-    for tl, pid, errs in zip(timelines, pids, errors, strict=True):
-        rows, op_tid, op_span = _row_events(tl, pid, errs)
+    for tl, tl_pids, errs in zip(timelines, pids, errors, strict=True):
+        rows, op_pid, op_tid, op_span = _row_events(tl, tl_pids, errs)
         events.extend(rows)
-        events.extend(_flow_events(tl, pid, op_tid, op_span, next_flow))
+        events.extend(_flow_events(tl, op_pid, op_tid, op_span, next_flow))
         next_flow += len(tl.dep_src)
     return {
         "otherData": {
             "generator": GENERATOR,
             "timelines": [
-                {"pid": pid, "name": tl.name, "source": tl.source, "device": tl.device}
-                for tl, pid in zip(timelines, pids, strict=True)
+                _timeline_info(tl, tl_pids) for tl, tl_pids in zip(timelines, pids, strict=True)
             ],
         },
         "traceEvents": events,
     }
+
+
+def _timeline_info(tl: Timeline, pids: list[int]) -> dict[str, Any]:
+    info: dict[str, Any] = {
+        "pid": pids[0],
+        "name": tl.name,
+        "source": tl.source,
+        "device": tl.device,
+    }
+    if tl.device_names:
+        # The process of each device, so that reading the file back joins them again.
+        info["devices"] = [
+            {"name": n, "pid": p} for n, p in zip(tl.device_names, pids, strict=True)
+        ]
+    return info
 
 
 def write_chrome_trace(timelines: list[Timeline], path: str | Path) -> None:
@@ -285,6 +352,65 @@ def write_chrome_trace(timelines: list[Timeline], path: str | Path) -> None:
 
 
 # -- reading our own files back -----------------------------------------------------------------
+def device_pids(top: dict[str, Any]) -> dict[Any, Any]:
+    """The process of each device of a multi-device timeline mapped to the timeline's own
+    process (from ``otherData``), so that its devices' events join into one timeline."""
+    other = top.get("otherData")
+    info = other.get("timelines") if isinstance(other, dict) else None
+    out: dict[Any, Any] = {}
+    for item in info if isinstance(info, list) else []:
+        devices = item.get("devices") if isinstance(item, dict) else None
+        for d in devices if isinstance(devices, list) else []:
+            if isinstance(d, dict) and isinstance(d.get("pid"), int):
+                out[d["pid"]] = item.get("pid")
+    return out
+
+
+def _device_names(pid: Any, top: dict[str, Any]) -> list[str]:
+    other = top.get("otherData")
+    info = other.get("timelines") if isinstance(other, dict) else None
+    for item in info if isinstance(info, list) else []:
+        if isinstance(item, dict) and item.get("pid") == pid:
+            devices = item.get("devices")
+            if isinstance(devices, list):
+                return [str(d.get("name")) for d in devices if isinstance(d, dict)]
+    return []
+
+
+def _with_devices(tl: Timeline, names: list[str], ops: list[dict], links: list[dict]) -> Timeline:
+    """``tl`` (rebuilt from ``ops``, in order) with its device columns from the events'
+    ``device`` args and its link usage from the ``link`` events."""
+    known = {n: i for i, n in enumerate(names)}
+    host = [known.get(e["args"].get("device"), 0) for e in ops]
+    stream_device = [0] * len(tl.stream_names)
+    for row in range(len(ops)):
+        s = int(tl.stream[row])
+        if s >= 0:
+            stream_device[s] = host[row]
+    engine_device = [known.get(n.split(" ", 1)[0], 0) for n in tl.engine_names]
+    row_of = {int(i): r for r, i in enumerate(tl.index.tolist())}
+    link_names: list[str] = []
+    link_op, link_id = [], []
+    for e in links:
+        name, r = str(e["args"].get("link")), row_of.get(e["args"].get("index"))
+        if r is None:
+            continue
+        if name not in link_names:
+            link_names.append(name)
+        link_op.append(r)
+        link_id.append(link_names.index(name))
+    tl.device_names = names
+    tl.host_device = np.asarray(host, dtype=np.int16)
+    tl.stream_device = np.asarray(stream_device, dtype=np.int16)
+    tl.engine_device = np.asarray(engine_device, dtype=np.int16)
+    tl.link_names = link_names
+    tl.link_op = np.asarray(link_op, dtype=np.int32)
+    tl.link_id = np.asarray(link_id, dtype=np.int16)
+    tl.occupancy_device = np.zeros(len(tl.occupancy_time), dtype=np.int16)
+    tl.__post_init__()
+    return tl
+
+
 def _pick_pid(ops: list[dict[str, Any]], top: dict[str, Any]) -> Any:
     """The measured process if the file has one, else the first."""
     pids = sorted({o["pid"] for o in ops}, key=str)
@@ -340,7 +466,12 @@ def timeline_from_events(
             label=str(e["name"]),
         )
     _add_flow_deps(b, row_of_index, [f for f in flows if f[2] == pid])
-    return b.build(source=source, device=device, name=name, meta={"trace_format": GENERATOR})
+    tl = b.build(source=source, device=device, name=name, meta={"trace_format": GENERATOR})
+    names = _device_names(pid, top)
+    if names:
+        links = [e for e in mine if e["cat"] == "link"]
+        tl = _with_devices(tl, names, ops, links)
+    return tl
 
 
 def bind_flows(

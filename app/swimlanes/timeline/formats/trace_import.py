@@ -163,12 +163,16 @@ def read_timelines(
 def _our_timelines(sink: EventCollector, top: dict[str, Any]) -> list[Timeline]:
     """One timeline per process of a trace Swimlanes exported: the measured one first."""
     ops: dict[Any, list[dict[str, Any]]] = {}
+    # A multi-device timeline has a process per device: its events join its first device's.
+    joined = chrome_trace.device_pids(top)
     for e in sink.ours:
+        e["pid"] = joined.get(e["pid"], e["pid"])
         ops.setdefault(e["pid"], []).append(e)
     if len(ops) > _MAX_TIMELINES:
         raise TraceError(f"Swimlanes ops in {len(ops):,} processes: more than {_MAX_TIMELINES}")
     flows: dict[Any, list[tuple]] = {}
     for f in sink.flows:
+        f = (f[0], f[1], joined.get(f[2], f[2]), *f[3:]) if f[2] in joined else f
         flows.setdefault(f[2], []).append(f)
     try:
         timelines = [
