@@ -50,8 +50,9 @@ def _this_host_name() -> str:
 
 
 def format_devices(rows: list[dict[str, Any]]) -> str:
+    w = max([9, *(len(d["name"]) + 1 for d in rows)])
     head = (
-        f"{'name':<9}{'SMs':>5}  {'queues':<20}{'copy engines':<28}"
+        f"{'name':<{w}}{'SMs':>5}  {'queues':<20}{'copy engines':<28}"
         f"{'pinned H2D/D2H':>18}{'pageable H2D/D2H':>19}{'launch':>9}"
     )
     lines = [head, "-" * len(head)]
@@ -62,7 +63,7 @@ def format_devices(rows: list[dict[str, Any]]) -> str:
         elif not isinstance(d["connections"], int):
             queues = "hyperq, per stream"
         lines.append(
-            f"{d['name']:<9}{d['sm_count']:>5}  {queues:<20}{d['copy_engines']:<28}"
+            f"{d['name']:<{w}}{d['sm_count']:>5}  {queues:<20}{d['copy_engines']:<28}"
             f"{d['h2d_pinned_gbps']:>6.1f} /{d['d2h_pinned_gbps']:>5.1f} GB/s"
             f"{d['h2d_pageable_gbps']:>7.1f} /{d['d2h_pageable_gbps']:>5.1f} GB/s"
             f"{d['kernel_launch_cost_us']:>6.1f} us"
@@ -75,6 +76,11 @@ def format_devices(rows: list[dict[str, Any]]) -> str:
     ]
     for d in rows:
         marker = " (calibrated)" if d["calibrated"] else ""
+        if d.get("gpus", 1) > 1:  # a multi-GPU preset: its link and NCCL figures
+            marker += (
+                f" ({d['gpus']} GPUs, {d['link']} {d['link_gbps']:g} GB/s per pair, NCCL bus "
+                f"{d['nccl_bus_gbps']:g} GB/s, {d['nccl_channels']} SMs per call)"
+            )
         lines += textwrap.wrap(
             f"{d['name']}{marker}: {d['description']}", width=100, subsequent_indent="    "
         )

@@ -39,6 +39,10 @@ BANDWIDTH_KINDS: tuple[str, ...] = (
 #: covers ``free``, which synchronises the device).
 SYNC_RETURN_KINDS: tuple[str, ...] = ("stream_sync", "event_sync", "device_sync", "sync_copy")
 MAX_CONNECTIONS = 32
+#: What joins the GPUs of a multi-GPU preset ("": one GPU).
+LINK_KINDS: tuple[str, ...] = ("", "nvlink", "pcie")
+#: GPUs of one multi-GPU preset (the largest NVSwitch systems of one host have 8 to 72).
+MAX_GPUS = 72
 #: Keys of ``spread`` (engine.bands). The first five are relative standard deviations (of the
 #: log of a factor, so 0.05 is about 5%) of what varies from one run to the next:
 #: ``host_cost`` each API call's host cost, ``host_scale`` all host costs of a run together
@@ -230,8 +234,29 @@ def check_preset(p: DevicePreset) -> None:
         if not 0 <= getattr(p, key) <= MAX_BYTES:
             raise ValueError(f"{key}: must be from 0 to {MAX_BYTES} bytes")
     _check_spread(p.spread)
+    _check_multi(p)
     if p.priority_greatest > p.priority_least:
         raise ValueError("priority_greatest: must be <= priority_least (lower is higher)")
+
+
+def _check_multi(p: DevicePreset) -> None:
+    """The multi-GPU figures: a machine of several GPUs needs its link and NCCL figures."""
+    if not 1 <= p.gpus <= MAX_GPUS:
+        raise ValueError(f"gpus: must be from 1 to {MAX_GPUS}")
+    if p.link not in LINK_KINDS:
+        raise ValueError("link: must be nvlink, pcie or empty (one GPU)")
+    if p.gpus > 1 and not p.link:
+        raise ValueError("link: a preset of several GPUs must say what joins them")
+    for key in ("link_gbps", "nccl_bus_gbps"):
+        value = getattr(p, key)
+        if not 0 <= value <= MAX_RATE or (p.gpus > 1 and value == 0):
+            what = "positive" if p.gpus > 1 else "from 0"
+            raise ValueError(f"{key}: must be a number {what} (at most {MAX_RATE:g} GB/s)")
+    for key in ("link_latency_us", "nccl_latency_us"):
+        if not 0 <= getattr(p, key) <= MAX_PRESET_US:
+            raise ValueError(f"{key}: must be a number from 0 to {MAX_PRESET_US:g}")
+    if not 0 <= p.nccl_channels <= p.sm_count:
+        raise ValueError(f"nccl_channels: must be from 0 to the SM count ({p.sm_count})")
 
 
 def _check_spread(spread: dict[str, float]) -> None:
