@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from swimlanes.gpu.capture_trace import capture_trace
 from swimlanes.model.validate import validate
+from swimlanes.timeline.formats.cupti_trace import capture_trace
 from swimlanes.timeline.formats.trace_import import read_timelines
 from swimlanes.timeline.formats.trace_source import TraceError
 from swimlanes.timeline.reconstruct import reconstruct

@@ -5,7 +5,7 @@ alone; CUPTI records its runtime and driver API calls (with their host threads),
 copies, memsets, synchronizations, event records and stream creations. Before it starts, one
 256-byte memset on the legacy default stream tells which CUPTI stream id that stream has (the
 program's "default stream"). The records become a trace in PyTorch profiler layout
-(:mod:`swimlanes.gpu.capture_trace`), which Swimlanes opens as a measurement and rebuilds as a
+(:mod:`swimlanes.timeline.formats.cupti_trace`), which Swimlanes opens as a measurement and rebuilds as a
 pipeline (:mod:`swimlanes.timeline.reconstruct`).
 
 A program can mark the part to keep: ``with swimlanes.gpu.capture.region("step"): ...``
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from swimlanes.gpu.capture_trace import capture_trace
 from swimlanes.gpu.errors import GpuError
+from swimlanes.timeline.formats.cupti_trace import capture_trace
 
 _KINDS = ("RUNTIME", "DRIVER", "CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "SYNCHRONIZATION",
           "CUDA_EVENT", "STREAM")  # fmt: skip
@@ -139,7 +139,7 @@ def capture_program(
     argv: list[str], *, keep: str | None = None, log: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
     """Run ``argv`` (``[script.py, args...]`` or ``["-m", module, args...]``) under CUPTI and
-    return the capture as a trace document (see :mod:`swimlanes.gpu.capture_trace`).
+    return the capture as a trace document (see :mod:`swimlanes.timeline.formats.cupti_trace`).
 
     ``keep`` is a ``--range`` (``NAME`` or ``NAME:K``). Raises :class:`CaptureFailed` when the
     program fails, GpuError when CUPTI cannot be used.

@@ -19,7 +19,8 @@ from swimlanes.model.validate import PipelineError
 
 PIPELINE_FILTER = "Swimlanes pipelines (*.json);;All files (*)"
 MEASUREMENT_FILTER = (
-    "Measurements and traces (*.json *.json.gz *.gz);;Swimlanes runs (*.json);;All files (*)"
+    "Measurements and traces (*.json *.json.gz *.gz *.sqlite);;Swimlanes runs (*.json);;"
+    "Nsight Systems SQLite exports (*.sqlite);;All files (*)"
 )
 IMAGE_FILTER = "PNG image (*.png);;SVG image (*.svg);;PDF document (*.pdf)"
 TRACE_FILTER = "Perfetto / Chrome trace (*.json)"
@@ -515,7 +516,7 @@ def dialogs_open_timeline(parent: Any) -> str | None:  # noqa: ANN401 - the main
         parent,
         "Diff with another timeline",
         str(examples_dir()),
-        "Pipelines, runs and traces (*.json *.json.gz *.gz);;All files (*)",
+        "Pipelines, runs and traces (*.json *.json.gz *.gz *.sqlite);;All files (*)",
     )
 
 

@@ -127,7 +127,7 @@ def _inside(spans: list[tuple[int, int]], start: int, end: int) -> bool:
 def _gpu_events(records: dict[str, list[dict[str, Any]]], t0: int) -> list[dict[str, Any]]:
     out = []
     for k in records.get("kernel", []):
-        args = {"correlation": int(k["correlation_id"]), "stream": int(k["stream_id"]), "device": 0,
+        args = {"correlation": int(k["correlation_id"]), "stream": int(k["stream_id"]), "device": _device(k),
                 "grid": [int(k["grid_x"]), int(k["grid_y"]), int(k["grid_z"])],
                 "block": [int(k["block_x"]), int(k["block_y"]), int(k["block_z"])]}  # fmt: skip
         out.append(_gpu_slice("kernel", str(k.get("name", "kernel")), k, t0, args))
@@ -136,18 +136,23 @@ def _gpu_events(records: dict[str, list[dict[str, Any]]], t0: int) -> list[dict[
         src = _MEMORY.get(str(m.get("src_kind")), "Unknown")
         dst = _MEMORY.get(str(m.get("dst_kind")), "Unknown")
         args = {"correlation": int(m["correlation_id"]), "stream": int(m["stream_id"]),
-                "bytes": int(m["bytes"]), "device": 0}  # fmt: skip
+                "bytes": int(m["bytes"]), "device": _device(m)}  # fmt: skip
         out.append(_gpu_slice("gpu_memcpy", f"Memcpy {kind} ({src} -> {dst})", m, t0, args))
     for m in records.get("memset", []):
         args = {"correlation": int(m["correlation_id"]), "stream": int(m["stream_id"]),
-                "bytes": int(m["bytes"]), "device": 0}  # fmt: skip
+                "bytes": int(m["bytes"]), "device": _device(m)}  # fmt: skip
         out.append(_gpu_slice("gpu_memset", "Memset (Device)", m, t0, args))
     return out
 
 
+def _device(record: dict[str, Any]) -> int:
+    """The record's device (a capture records one device and leaves it out: 0)."""
+    return int(record.get("device_id", 0))
+
+
 def _gpu_slice(cat: str, name: str, r: dict[str, Any], t0: int, args: dict) -> dict[str, Any]:
     start, end = int(r["start"]), int(r["end"])
-    return {"ph": "X", "cat": cat, "name": name, "pid": 0, "tid": int(r["stream_id"]),
+    return {"ph": "X", "cat": cat, "name": name, "pid": _device(r), "tid": int(r["stream_id"]),
             "ts": _us(start, t0), "dur": _us(end, start), "args": args}  # fmt: skip
 
 
@@ -168,7 +173,7 @@ def _sync_events(
         if name is None:
             continue
         corr = int(s["correlation_id"])
-        args: dict[str, Any] = {"correlation": corr, "cuda_sync_kind": name, "device": 0,
+        args: dict[str, Any] = {"correlation": corr, "cuda_sync_kind": name, "device": _device(s),
                                 "stream": int(s.get("stream_id", -1))}  # fmt: skip
         event = s.get("cuda_event_id")
         made = [r for r in records.get(int(event), []) if r[0] < corr] if event is not None else []
@@ -179,7 +184,7 @@ def _sync_events(
             args["stream"] = -1
         start, end = int(s["start"]), int(s["end"])
         out.append(
-            {"ph": "X", "cat": "cuda_sync", "name": name, "pid": 0, "tid": args["stream"],
+            {"ph": "X", "cat": "cuda_sync", "name": name, "pid": _device(s), "tid": args["stream"],
              "ts": _us(start, t0), "dur": _us(end, start), "args": args}
         )  # fmt: skip
     return out

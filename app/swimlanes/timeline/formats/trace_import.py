@@ -35,6 +35,7 @@ import numpy as np
 
 from swimlanes.model.document import OP_KINDS, Pipeline
 from swimlanes.timeline.formats import chrome_trace
+from swimlanes.timeline.formats.nsys_sqlite import SQLITE_MAGIC, is_sqlite, load_nsys_trace
 from swimlanes.timeline.formats.run_format import RUN_FORMAT, run_from_dict
 from swimlanes.timeline.formats.trace_events import EventCollector, hashable
 from swimlanes.timeline.formats.trace_json import JsonStream, parse_document
@@ -122,8 +123,11 @@ def load_timelines(
     """:func:`load_trace`, but every timeline of the file (several only in a Chrome trace that
     Swimlanes exported with several: the measured one first, then the others in the file's
     order) and, for a saved run, the pipeline it measured."""
-    chunks = text_chunks(path, max_bytes=max_bytes, progress=progress, cancel=cancel)
-    timelines, pipeline = read_timelines(chunks, max_kept=max_kept)
+    if _is_nsys_export(path):
+        timelines, pipeline = [timeline_of_trace(load_nsys_trace(path), max_kept=max_kept)], None
+    else:
+        chunks = text_chunks(path, max_bytes=max_bytes, progress=progress, cancel=cancel)
+        timelines, pipeline = read_timelines(chunks, max_kept=max_kept)
     for tl in timelines:
         tl.name = tl.name or trace_name(path)
     if progress:
@@ -158,6 +162,28 @@ def read_timelines(
         f"no GPU activity in the trace ({sink.count} events, none of category kernel, "
         "gpu_memcpy, gpu_memset or cuda_sync)"
     )
+
+
+def timeline_of_trace(doc: dict[str, Any], *, max_kept: int = DEFAULT_MAX_KEPT) -> Timeline:
+    """The timeline of a Kineto-layout trace document already in memory (an Nsight Systems
+    export read by :mod:`nsys_sqlite`)."""
+    sink = EventCollector(max_kept)
+    for n, event in enumerate(doc.get("traceEvents", [])):
+        sink.add(n, event)
+    sink.close()
+    if not sink.gpu:
+        raise TraceError("no GPU activity in the trace")
+    return _kineto_timeline(sink, {**doc, "traceEvents": True})
+
+
+def _is_nsys_export(path: str | Path) -> bool:
+    """Whether ``path`` is an SQLite database (Nsight Systems' export); False if unreadable
+    (the text reader then says why)."""
+    try:
+        with open(path, "rb") as f:
+            return is_sqlite(f.read(len(SQLITE_MAGIC)))
+    except (OSError, ValueError):
+        return False
 
 
 def _our_timelines(sink: EventCollector, top: dict[str, Any]) -> list[Timeline]:

@@ -44,7 +44,7 @@ class TraceCancelled(TraceError):
 def trace_name(path: str | Path) -> str:
     """A file's name without ``.gz`` and ``.json``, to title a timeline opened from it."""
     name = Path(path).name
-    for suffix in (".gz", ".json"):
+    for suffix in (".gz", ".json", ".sqlite"):
         name = name.removesuffix(suffix)
     return name
 
