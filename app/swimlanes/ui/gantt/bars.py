@@ -29,6 +29,7 @@ from swimlanes.ui.gantt.rows import (
     SHADE_LEVELS,
     BarLod,
     ChartRows,
+    OccupancyTrack,
     label_colour_codes,
     label_spans,
 )
@@ -576,12 +577,24 @@ def draw_occupancy(
     y_map: tuple[float, float],
     colour: QColor,
 ) -> None:
-    """SM occupancy as a filled step area in the compute row (pixel-binned when dense)."""
-    if rows.compute_row is None or len(rows.occ_x) < 1:
+    """SM occupancy as a filled step area in each compute row (pixel-binned when dense)."""
+    for track in rows.occupancy:
+        _draw_track(painter, track, view, x_map, y_map, colour)
+
+
+def _draw_track(
+    painter: QPainter,
+    track: OccupancyTrack,
+    view: tuple[float, float],
+    x_map: tuple[float, float],
+    y_map: tuple[float, float],
+    colour: QColor,
+) -> None:
+    if len(track.x) < 1:
         return
     sx, dx = x_map
     sy, dy = y_map
-    x, f = rows.occ_x, rows.occ_frac
+    x, f = track.x, track.frac
     lo = max(int(np.searchsorted(x, view[0], "right")) - 1, 0)
     hi = min(int(np.searchsorted(x, view[1], "right")) + 1, len(x))
     px, val = x[lo:hi] * sx + dx, f[lo:hi]
@@ -591,8 +604,8 @@ def draw_occupancy(
         starts = np.flatnonzero(np.concatenate(([True], col[1:] != col[:-1])))
         px = col[starts].astype(np.float64)
         val = np.maximum.reduceat(val, starts)
-    base = (rows.compute_row + BAR_TOP + BAR_HEIGHT) * sy + dy
-    full = (rows.compute_row + BAR_TOP) * sy + dy
+    base = (track.row + BAR_TOP + BAR_HEIGHT) * sy + dy
+    full = (track.row + BAR_TOP) * sy + dy
     level = base + (full - base) * val
     # a step: each value holds until the next time
     xs = np.repeat(px, 2)[1:]
@@ -608,7 +621,7 @@ def draw_occupancy(
 
 
 class OccupancyItem(pg.GraphicsObject):
-    """The "Compute (SMs)" row: SM occupancy over time as a step area."""
+    """The "Compute (SMs)" rows (one per device): SM occupancy over time as a step area."""
 
     def __init__(self) -> None:
         super().__init__()
@@ -619,11 +632,11 @@ class OccupancyItem(pg.GraphicsObject):
     def set_rows(self, rows: ChartRows | None) -> None:
         self.prepareGeometryChange()
         self.rows = rows
-        if rows is not None and rows.compute_row is not None and len(rows.occ_x):
-            x0, x1 = float(rows.occ_x[0]), float(rows.occ_x[-1])
-            self._bounds = QRectF(x0, rows.compute_row, max(x1 - x0, 1e-3), 1.0)
-        else:
-            self._bounds = QRectF()
+        self._bounds = QRectF()
+        for track in rows.occupancy if rows is not None else []:
+            if len(track.x):
+                x0, x1 = float(track.x[0]), float(track.x[-1])
+                self._bounds |= QRectF(x0, track.row, max(x1 - x0, 1e-3), 1.0)
         self.update()
 
     def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override

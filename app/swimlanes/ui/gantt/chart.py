@@ -27,9 +27,11 @@ from swimlanes.ui.gantt.decorations import (
     LegendBar,
     RowBandsItem,
 )
+from swimlanes.ui.gantt.device_items import COLLECTIVE_LEGEND, CollectiveLinksItem
 from swimlanes.ui.gantt.matches import SearchMarksItem
 from swimlanes.ui.gantt.range_panel import LIVE_LIMIT, RangeStatsPanel
 from swimlanes.ui.gantt.row_controls import RowGroupsMixin
+from swimlanes.ui.gantt.row_keys import is_compute_row, is_host_row
 from swimlanes.ui.gantt.rows import (
     ChartRows,
     build_rows,
@@ -64,6 +66,7 @@ class GanttChart(RowGroupsMixin, QWidget):
         self.legend_items: list[tuple[str, str, str]] = []
         self._overlay_tl: Timeline | None = None
         self._layout_rows: list[str] | None = None
+        self._layout_devices: dict[str, str] = {}
         self._stream_info: dict[str, dict] | None = None
         self._selection: list[int] = []
         self._flags: list[int] = []
@@ -86,6 +89,7 @@ class GanttChart(RowGroupsMixin, QWidget):
         self._bands = RowBandsItem()
         self._bars = GanttBarsItem()
         self._occupancy = OccupancyItem()
+        self._collectives = CollectiveLinksItem()
         self._overlay = GanttBarsItem(outline_only=True)
         self._overlay.setZValue(5)
         self._arrows = DependencyArrowsItem()
@@ -98,7 +102,14 @@ class GanttChart(RowGroupsMixin, QWidget):
         self._ruler.setZValue(25)
         self._ruler_text = pg.TextItem(anchor=(0.5, 0.0))
         self._ruler_text.setZValue(26)
-        for item in (self._bands, self._bars, self._occupancy, self._overlay, self._arrows):
+        for item in (
+            self._bands,
+            self._bars,
+            self._occupancy,
+            self._collectives,
+            self._overlay,
+            self._arrows,
+        ):
             self._vb.addItem(item)
         for item in (self._matches, self._cursor, self._ruler, self._ruler_text):
             self._vb.addItem(item, ignoreBounds=True)
@@ -143,6 +154,15 @@ class GanttChart(RowGroupsMixin, QWidget):
         self._layout_rows = rows
         self._relayout(fit=False)
 
+    def set_row_devices(self, devices: dict[str, str] | None) -> None:
+        """Row key -> device of the forced layout's rows (rows of a multi-device timeline that
+        this chart's own timeline may lack), so that they group by device too."""
+        devices = dict(devices or {})
+        if devices == self._layout_devices:
+            return
+        self._layout_devices = devices
+        self._relayout(fit=False)
+
     def set_stream_info(self, info: dict[str, dict] | None) -> None:
         """Stream name -> {"kind", "priority"} shown in the row titles (see rows.stream_info_of)."""
         self._stream_info = dict(info) if info else None
@@ -150,7 +170,8 @@ class GanttChart(RowGroupsMixin, QWidget):
 
     def rows(self) -> list[str]:
         """Row keys top to bottom: "host", "stream:NAME", "engine:NAME", "compute", and
-        "group:NAME" for a collapsed group's summary row (pinned rows come first)."""
+        "group:NAME" for a collapsed group's summary row (pinned rows come first); a
+        multi-device timeline has "host:DEVICE", "compute:DEVICE" and "link:NAME" rows."""
         return list(self.rows_model.keys)
 
     def row_titles(self) -> list[str]:
@@ -169,6 +190,7 @@ class GanttChart(RowGroupsMixin, QWidget):
         self._bands.update()
         self._bars.set_rows(self.rows_model)
         self._occupancy.set_rows(self.rows_model)
+        self._collectives.set_rows(self.rows_model)
         self._row_axis.set_titles(self.rows_model.titles)
         self._vb.setLimits(yMin=0, yMax=max(n, 1), minXRange=1e-3)
         self._vb.setYRange(0, max(n, 1), padding=0)
@@ -245,9 +267,9 @@ class GanttChart(RowGroupsMixin, QWidget):
         rows = build_rows(self._overlay_tl, keys, merge=self.row_arrangement.merge)
         # only device spans on rows this chart has; occupancy is not a bar row
         own = rows.bar_row < len(keys)
-        for skip in ("host", "compute"):
-            if skip in keys:
-                own &= rows.bar_row != keys.index(skip)
+        for i, key in enumerate(keys):
+            if is_host_row(key) or is_compute_row(key):
+                own &= rows.bar_row != i
         for name in ("bar_x0", "bar_x1", "bar_row", "bar_op", "bar_kind"):
             setattr(rows, name, getattr(rows, name)[own])
         rows.keys = keys
@@ -262,6 +284,8 @@ class GanttChart(RowGroupsMixin, QWidget):
             entries.append(
                 ("SM occupancy", QColor(CATEGORY_COLOUR["Kernel"]).lighter(120).name(), "box")
             )
+        if len(self.rows_model.collectives):
+            entries.append((COLLECTIVE_LEGEND, self._collectives.colour.name(), "line"))
         if self._overlay_tl is not None:
             entries.append(("simulated (outline)", self._text_colour().name(), "outline"))
         if self._flags:
@@ -366,7 +390,7 @@ class GanttChart(RowGroupsMixin, QWidget):
 
     def set_greyed(self, on: bool) -> None:
         """Draw the schedule faded: it no longer matches the document (a failed simulation)."""
-        for item in (self._bars, self._occupancy, self._overlay, self._arrows):
+        for item in (self._bars, self._occupancy, self._collectives, self._overlay, self._arrows):
             item.setOpacity(0.25 if on else 1.0)
 
     def is_greyed(self) -> bool:
@@ -459,8 +483,8 @@ class GanttChart(RowGroupsMixin, QWidget):
             op = self._bars.bar_at(p.x(), p.y(), self._tolerance_us())
             if op is not None:
                 text = op_tooltip(self._timeline, op)
-            elif int(np.floor(p.y())) == self.rows_model.compute_row:
-                text = occupancy_tooltip(self.rows_model, p.x())
+            elif self.rows_model.occupancy_at_row(int(np.floor(p.y()))) is not None:
+                text = occupancy_tooltip(self.rows_model, p.x(), int(np.floor(p.y())))
         if text == self.hover_text:
             return
         self.hover_text = text

@@ -9,6 +9,7 @@ from __future__ import annotations
 from PySide6.QtCore import QObject, QPoint, Signal
 from PySide6.QtWidgets import QMenu, QWidget
 
+from swimlanes.ui.gantt.device_rows import row_devices
 from swimlanes.ui.gantt.row_groups import RowArrangement, RowGrouping, arrange_rows, is_summary
 from swimlanes.ui.gantt.rows import timeline_row_keys
 
@@ -23,7 +24,8 @@ class RowGroupState(QObject):
         self.grouping = RowGrouping()
 
     def toggle(self, group: str) -> None:
-        """Collapse or expand a group ("host", "streams", "engines")."""
+        """Collapse or expand a group ("host", "streams", "engines"; "device:NAME" or "links"
+        on a multi-device chart)."""
         self.grouping.toggle(group)
         self.changed.emit()
 
@@ -76,6 +78,8 @@ class RowGroupsMixin:
 
     _row_state: RowGroupState
     row_arrangement: RowArrangement
+    #: Row key -> device of the forced layout's rows (see ``set_row_devices``).
+    _layout_devices: dict[str, str] = {}
 
     def _init_row_groups(self) -> None:
         self._row_state = RowGroupState(self)  # type: ignore[arg-type]
@@ -89,7 +93,10 @@ class RowGroupsMixin:
         keys = list(self._layout_rows or [])
         if self._timeline is not None:
             keys += [k for k in timeline_row_keys(self._timeline)[0] if k not in keys]
-        self.row_arrangement = arrange_rows(keys, self._row_state.grouping)
+        # several devices: one group per device (the layout's rows keep the devices of the
+        # timeline they came from, which a chart shown beside this one passes on)
+        devices = {**self._layout_devices, **row_devices(self._timeline)}
+        self.row_arrangement = arrange_rows(keys, self._row_state.grouping, devices)
         return self.row_arrangement
 
     def row_group_state(self) -> RowGroupState:
@@ -105,7 +112,8 @@ class RowGroupsMixin:
         self._on_row_groups_changed()
 
     def set_group_collapsed(self, group: str, on: bool) -> None:
-        """Collapse ("host", "streams", "engines") into one summary row, or expand it."""
+        """Collapse a group ("host", "streams", "engines"; "device:NAME" or "links" on a
+        multi-device chart) into one summary row, or expand it."""
         self._row_state.set_collapsed(group, on)
 
     def pin_row(self, key: str, on: bool = True) -> None:

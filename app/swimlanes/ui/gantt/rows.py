@@ -24,23 +24,29 @@ from swimlanes.ui.gantt.coverage import (  # noqa: F401 - re-exported: drawing c
     label_spans,
     shade_runs,
 )
+from swimlanes.ui.gantt.device_rows import (
+    DeviceLayout,
+    collective_connectors,
+    device_layout,
+    device_row_keys,
+)
+from swimlanes.ui.gantt.row_keys import (  # noqa: F401 - re-exported: the chart's row keys
+    COMPUTE_ROW,
+    HOST_ROW,
+    compute_row,
+    engine_row,
+    host_row,
+    is_compute_row,
+    is_host_row,
+    is_link_row,
+    link_row,
+    row_device,
+    stream_row,
+)
 from swimlanes.units import format_bytes
-
-HOST_ROW = "host"
-COMPUTE_ROW = "compute"
 
 #: Categories in legend order; an op kind maps to one through swimlanes.ui.style.OP_CATEGORY.
 _KERNEL = OP_KINDS.index("kernel")
-
-
-def stream_row(name: str) -> str:
-    """The row key of a stream."""
-    return f"stream:{name}"
-
-
-def engine_row(name: str) -> str:
-    """The row key of an engine."""
-    return f"engine:{name}"
 
 
 #: How a stream's kind reads in its row title (plain blocking streams need no note).
@@ -62,6 +68,10 @@ def row_title(key: str, stream_info: dict[str, dict] | None = None) -> str:
         return "Host"
     if key == COMPUTE_ROW:
         return "Compute (SMs)"
+    if is_host_row(key):
+        return f"{row_device(key)} host thread"
+    if is_compute_row(key):
+        return f"{row_device(key)} SMs"
     kind, _, name = key.partition(":")
     if kind == "stream":
         info = (stream_info or {}).get(name) or {}
@@ -73,6 +83,18 @@ def row_title(key: str, stream_info: dict[str, dict] | None = None) -> str:
             extras.append(f"prio {info['priority']}")
         return f"{name} ({', '.join(extras)})" if extras else name
     return name
+
+
+@dataclass
+class OccupancyTrack:
+    """SM occupancy shown on one row: ``frac[i]`` holds from ``x[i]`` to ``x[i + 1]``."""
+
+    row: int
+    x: np.ndarray
+    frac: np.ndarray
+    capacity: int
+    #: Whether it counts SMs (False: concurrent kernels, when the timeline has no samples).
+    sms: bool = True
 
 
 @dataclass
@@ -98,11 +120,19 @@ class ChartRows:
     occ_x: np.ndarray = field(default_factory=lambda: np.zeros(0))
     occ_frac: np.ndarray = field(default_factory=lambda: np.zeros(0))
     occ_capacity: int = 0
+    #: Every SM-occupancy row (one per device of a multi-device timeline); the first one is
+    #: also ``compute_row`` / ``occ_*``.
+    occupancy: list[OccupancyTrack] = field(default_factory=list)
+    #: One (x0 µs, x1 µs, top row, bottom row) per collective instance shown on two rows or
+    #: more (multi-device timelines).
+    collectives: np.ndarray = field(default_factory=lambda: np.zeros((0, 4)))
+    #: The devices of a multi-device timeline (empty for a single device).
+    devices: list[str] = field(default_factory=list)
 
     @property
     def span_us(self) -> float:
         """The time from t0 to the last bar's end (0 when empty)."""
-        ends = [a.max() for a in (self.bar_x1, self.occ_x) if len(a)]
+        ends = [a.max() for a in (self.bar_x1, *(t.x for t in self.occupancy)) if len(a)]
         return float(max(ends)) if ends else 0.0
 
     def row_of(self, key: str) -> int | None:
@@ -110,6 +140,10 @@ class ChartRows:
             return self.keys.index(key)
         except ValueError:
             return None
+
+    def occupancy_at_row(self, row: int) -> OccupancyTrack | None:
+        """The SM occupancy drawn on ``row``, if any."""
+        return next((t for t in self.occupancy if t.row == row), None)
 
 
 def _us(values: np.ndarray, t0: int) -> np.ndarray:
@@ -122,8 +156,13 @@ def _us(values: np.ndarray, t0: int) -> np.ndarray:
 def timeline_row_keys(tl: Timeline) -> tuple[list[str], int | None]:
     """The rows a timeline needs in their natural order, and the index of its compute engine.
 
-    The compute engine is the engine that kernels run on; it is drawn as SM occupancy.
+    The compute engine is the engine that kernels run on; it is drawn as SM occupancy. A
+    multi-device timeline has rows per device (see ``device_rows``) and no single compute
+    engine (None).
     """
+    devices = device_layout(tl)
+    if devices is not None:
+        return device_row_keys(tl, devices), None
     compute_engine = None
     kernels = (tl.kind == _KERNEL) & (tl.engine >= 0)
     if kernels.any():
@@ -158,6 +197,7 @@ def build_rows(
     if tl is None:
         keys = list(layout or [])
         return ChartRows(None, keys, [row_title(k, stream_info) for k in keys])
+    devices = device_layout(tl)
     natural, compute_engine = timeline_row_keys(tl)
     keys = list(layout) if layout else []
     keys += [k for k in natural if k not in keys and k not in merge]
@@ -172,25 +212,33 @@ def build_rows(
     parts: list[tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]] = []
 
     has_issue = (tl.issue_start != NO_TIME) & (tl.issue_end != NO_TIME)
-    host = np.full(n, index.get(HOST_ROW, -1), np.int32)
+    host = _host_rows(tl, index, devices)
     sel = has_issue & (host >= 0)
     parts.append((tl.issue_start[sel], tl.issue_end[sel], host[sel], ops[sel]))
 
     on_device = tl.on_device
     stream_map = np.array([index.get(stream_row(s), -1) for s in tl.stream_names] + [-1], np.int32)
-    rows = stream_map[tl.stream]  # stream -1 picks the trailing -1
-    sel = on_device & (rows >= 0)
-    parts.append((tl.start[sel], tl.end[sel], rows[sel], ops[sel]))
+    stream_rows = np.where(on_device, stream_map[tl.stream], -1)  # stream -1: the trailing -1
+    sel = stream_rows >= 0
+    parts.append((tl.start[sel], tl.end[sel], stream_rows[sel], ops[sel]))
 
-    engine_keys = [
-        COMPUTE_ROW if i == compute_engine else engine_row(e) for i, e in enumerate(tl.engine_names)
-    ]
+    # the engines drawn as SM occupancy: by their row key
+    if devices is None:
+        occupied = {COMPUTE_ROW: compute_engine} if compute_engine is not None else {}
+    else:
+        occupied = {compute_row(devices.devices[d]): e for d, e in devices.compute_engine.items()}
+    engine_keys = [engine_row(e) for e in tl.engine_names]
+    for key, e in occupied.items():
+        engine_keys[e] = key
     engine_map = np.array([index.get(k, -1) for k in engine_keys] + [-1], np.int32)
     rows = engine_map[tl.engine]
     sel = on_device & (rows >= 0)
-    if compute_engine is not None and COMPUTE_ROW not in merge:
-        sel &= tl.engine != compute_engine  # drawn as SM occupancy instead
+    for key, e in occupied.items():
+        if key not in merge:
+            sel &= tl.engine != e  # drawn as SM occupancy instead
     parts.append((tl.start[sel], tl.end[sel], rows[sel], ops[sel]))
+    if devices is not None and len(devices.link_op):
+        parts.append(_link_bars(tl, index, devices))
 
     starts = np.concatenate([p[0] for p in parts])
     order = np.argsort(starts, kind="stable")
@@ -200,34 +248,91 @@ def build_rows(
     out.bar_row = np.concatenate([p[2] for p in parts])[order].astype(np.int32, copy=False)
     out.bar_op = np.concatenate([p[3] for p in parts])[order].astype(np.int32, copy=False)
     out.bar_kind = tl.kind[out.bar_op] if n else np.zeros(0, np.int8)
-    if COMPUTE_ROW in keys:
-        out.compute_row = keys.index(COMPUTE_ROW)
-        _fill_occupancy(out, tl)
-        if not len(tl.occupancy_time):
-            out.titles[out.compute_row] = "Compute (kernels)"
+    if devices is None:
+        _single_device_occupancy(out, tl)
+    else:
+        _device_occupancy(out, tl, devices)
+        out.devices = list(devices.devices)
+        out.collectives = collective_connectors(tl, stream_rows, out.t0)
     return out
 
 
-def _fill_occupancy(out: ChartRows, tl: Timeline) -> None:
-    """SM occupancy from the timeline, or (measured runs often lack it) concurrent kernels."""
-    if len(tl.occupancy_time):
-        order = np.argsort(tl.occupancy_time, kind="stable")
-        x = _us(tl.occupancy_time[order], out.t0)
-        sms = tl.occupancy_sms[order].astype(np.float64)
+def _host_rows(tl: Timeline, index: dict[str, int], devices: DeviceLayout | None) -> np.ndarray:
+    """Each op's host row: the one host row, or its device's host thread's."""
+    if devices is None:
+        return np.full(len(tl), index.get(HOST_ROW, -1), np.int32)
+    per_device = np.array([index.get(host_row(d), -1) for d in devices.devices], np.int32)
+    return per_device[devices.host_device]
+
+
+def _link_bars(
+    tl: Timeline, index: dict[str, int], devices: DeviceLayout
+) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """A bar on a link's row for every op that used the link, over the op's device span."""
+    link_map = np.array([index.get(link_row(n), -1) for n in devices.link_names] + [-1], np.int32)
+    rows = link_map[devices.link_id]
+    op = devices.link_op
+    sel = (rows >= 0) & tl.on_device[op]
+    op = op[sel]
+    return tl.start[op], tl.end[op], rows[sel], op.astype(np.int32)
+
+
+def _single_device_occupancy(out: ChartRows, tl: Timeline) -> None:
+    if COMPUTE_ROW not in out.keys:
+        return
+    out.compute_row = out.keys.index(COMPUTE_ROW)
+    samples = np.ones(len(tl.occupancy_time), bool)
+    track = _occupancy_track(out, tl, out.compute_row, samples, np.ones(len(tl), bool))
+    if track is not None:
+        out.occupancy.append(track)
+        out.occ_x, out.occ_frac, out.occ_capacity = track.x, track.frac, track.capacity
+    if not len(tl.occupancy_time):
+        out.titles[out.compute_row] = "Compute (kernels)"
+
+
+def _device_occupancy(out: ChartRows, tl: Timeline, devices: DeviceLayout) -> None:
+    """One SM-occupancy row per device: its samples, or its concurrent kernels."""
+    kernel_device = np.where(tl.engine >= 0, devices.engine_device[np.maximum(tl.engine, 0)], -1)
+    for d, device in enumerate(devices.devices):
+        row = out.row_of(compute_row(device))
+        if row is None:
+            continue
+        samples = devices.occupancy_device == d
+        track = _occupancy_track(out, tl, row, samples, kernel_device == d)
+        if track is not None:
+            out.occupancy.append(track)
+        if not samples.any():
+            out.titles[row] = f"{device} kernels"
+    if out.occupancy:
+        first = out.occupancy[0]
+        out.compute_row = first.row
+        out.occ_x, out.occ_frac, out.occ_capacity = first.x, first.frac, first.capacity
+
+
+def _occupancy_track(
+    out: ChartRows, tl: Timeline, row: int, samples: np.ndarray, ops: np.ndarray
+) -> OccupancyTrack | None:
+    """SM occupancy from the timeline's ``samples``, or (measured runs often lack it)
+    concurrent kernels among ``ops``."""
+    if samples.any():
+        times = tl.occupancy_time[samples]
+        order = np.argsort(times, kind="stable")
+        x = _us(times[order], out.t0)
+        sms = tl.occupancy_sms[samples][order].astype(np.float64)
         cap = tl.sm_count if tl.sm_count > 0 else int(max(sms.max(), 1))
+        counts_sms = True
     else:
-        k = (tl.kind == _KERNEL) & tl.on_device
+        k = (tl.kind == _KERNEL) & tl.on_device & ops
         if not k.any():
-            return
+            return None
         times = np.concatenate([tl.start[k], tl.end[k]])
         delta = np.concatenate([np.ones(k.sum()), -np.ones(k.sum())])
         order = np.lexsort((delta, times))  # ends before starts at the same time
         x = _us(times[order], out.t0)
         sms = np.cumsum(delta[order])
         cap = int(max(sms.max(), 1))
-    out.occ_x = x
-    out.occ_frac = np.clip(sms / cap, 0.0, 1.0)
-    out.occ_capacity = cap
+        counts_sms = False
+    return OccupancyTrack(row, x, np.clip(sms / cap, 0.0, 1.0), cap, counts_sms)
 
 
 @dataclass
@@ -301,7 +406,12 @@ def _anchor(rows: ChartRows, op: int, at_end: bool) -> tuple[float, float] | Non
         row = rows.row_of(stream_row(tl.stream_names[int(tl.stream[op])]))
         t = tl.end[op] if at_end else tl.start[op]
     else:
-        row = rows.row_of(HOST_ROW)
+        host = HOST_ROW
+        if rows.devices:
+            devices = getattr(tl, "host_device", None)
+            d = int(devices[op]) if devices is not None and len(devices) == len(tl) else 0
+            host = host_row(rows.devices[min(max(d, 0), len(rows.devices) - 1)])
+        row = rows.row_of(host)
         t = tl.issue_end[op] if at_end else tl.issue_start[op]
     if row is None or t == NO_TIME:
         return None
@@ -325,18 +435,29 @@ def dependency_segments(
     return out
 
 
-def occupancy_tooltip(rows: ChartRows, x_us: float) -> str:
-    """What hovering the compute row at ``x_us`` shows: SMs (or kernels) busy then."""
-    if rows.compute_row is None or not len(rows.occ_x) or x_us < rows.occ_x[0]:
+def occupancy_tooltip(rows: ChartRows, x_us: float, row: int | None = None) -> str:
+    """What hovering an SM-occupancy row (``row``; the first one when None) at ``x_us``
+    shows: SMs (or kernels) busy then."""
+    track = rows.occupancy_at_row(row) if row is not None else None
+    if track is None and row is None and rows.occupancy:
+        track = rows.occupancy[0]
+    if track is None or not len(track.x) or x_us < track.x[0]:
         return ""
-    i = int(np.searchsorted(rows.occ_x, x_us, "right")) - 1
-    frac = float(rows.occ_frac[min(i, len(rows.occ_frac) - 1)])
-    busy = round(frac * rows.occ_capacity)
+    i = int(np.searchsorted(track.x, x_us, "right")) - 1
+    frac = float(track.frac[min(i, len(track.frac) - 1)])
+    busy = round(frac * track.capacity)
     at = f"at {format_duration(x_us * 1000.0)}"
-    tl = rows.timeline
-    if tl is not None and len(tl.occupancy_time):
-        return f"{busy} of {rows.occ_capacity} SMs busy ({frac * 100:.0f} %) {at}"
+    if track.sms:
+        return f"{busy} of {track.capacity} SMs busy ({frac * 100:.0f} %) {at}"
     return f"{busy} kernel{'s' if busy != 1 else ''} running {at}"
+
+
+def links_of_op(tl: Timeline, op: int) -> list[str]:
+    """The links between devices that op ``op`` used (multi-device timelines)."""
+    devices = device_layout(tl)
+    if devices is None or not len(devices.link_op):
+        return []
+    return [devices.link_names[i] for i in devices.link_id[devices.link_op == op].tolist()]
 
 
 def op_tooltip(tl: Timeline, op: int) -> str:
@@ -350,6 +471,7 @@ def op_tooltip(tl: Timeline, op: int) -> str:
         where.append(f"stream {tl.stream_name(op)}")
     if tl.engine_name(op) is not None:
         where.append(f"engine {tl.engine_name(op)}")
+    where += [f"link {name}" for name in links_of_op(tl, op)]
     if where:
         lines.append(", ".join(where))
     start, end = int(tl.start[op]), int(tl.end[op])

@@ -15,6 +15,7 @@ from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui.gantt.chart import GanttChart
 from swimlanes.ui.gantt.chart_search import ChartSearch
 from swimlanes.ui.gantt.decorations import LegendBar
+from swimlanes.ui.gantt.device_rows import row_devices
 from swimlanes.ui.gantt.navigation import ChartNavigation
 from swimlanes.ui.gantt.rows import timeline_row_keys
 from swimlanes.ui.style import OKABE_ITO
@@ -214,8 +215,10 @@ class ComparisonCharts(QWidget):
 
     def _sync_rows(self) -> None:
         rows = union_rows(self._simulated, self._measured)
-        self.simulated_chart.set_row_layout(rows)
-        self.measured_chart.set_row_layout(rows)
+        devices = {**row_devices(self._measured), **row_devices(self._simulated)}
+        for chart in (self.simulated_chart, self.measured_chart):
+            chart.set_row_devices(devices)
+            chart.set_row_layout(rows)
         width = max(
             self.simulated_chart.preferred_left_axis_width(),
             self.measured_chart.preferred_left_axis_width(),
