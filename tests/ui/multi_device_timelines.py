@@ -3,6 +3,9 @@ returns them: device columns, links and per-device SM occupancy."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+from typing import Any
+
 import numpy as np
 
 from swimlanes.timeline.timeline import Timeline, TimelineBuilder
@@ -16,11 +19,9 @@ ENGINES = ["gpu0 H2D", "gpu0 D2H", "gpu0 Compute", "gpu1 H2D", "gpu1 D2H", "gpu1
 LINKS = ["NVLink gpu0→gpu1", "NVLink gpu1→gpu0"]
 
 
-def with_devices(tl: Timeline, **columns: object) -> Timeline:
-    """Set the multi-device fields of ``tl`` (as the engine fills them)."""
-    for name, value in columns.items():
-        setattr(tl, name, value)
-    return tl
+def with_devices(tl: Timeline, **columns: Any) -> Timeline:
+    """``tl`` with its multi-device fields set (as the engine fills them; checked)."""
+    return replace(tl, **columns)
 
 
 def two_device_timeline() -> Timeline:
