@@ -12,12 +12,18 @@ A program can mark the part to keep: ``with swimlanes.gpu.capture.region("step")
 records when the region began and ended (nothing happens outside a capture), and ``--range
 step:3`` keeps the calls made during its third occurrence (``--range step``: from the first
 start to the last end), with their GPU work, so that a training loop's warm-up stays out.
+NVTX ranges the program already marks (``torch.cuda.nvtx.range_push("step")`` /
+``range_pop``, ``nvtx.annotate``, ``nvtxRangeStartA`` / ``End``) count as regions too: the
+capture points NVTX at CUPTI (``NVTX_INJECTION64_PATH``, unless the environment sets it) and
+records CUPTI's marker activity, so ``--range`` works on programs that were never changed for
+Swimlanes.
 """
 
 from __future__ import annotations
 
 import contextlib
 import functools
+import os
 import runpy
 import shutil
 import subprocess
@@ -32,7 +38,7 @@ from swimlanes.gpu.errors import GpuError
 from swimlanes.timeline.formats.cupti_trace import capture_trace
 
 _KINDS = ("RUNTIME", "DRIVER", "CONCURRENT_KERNEL", "MEMCPY", "MEMSET", "SYNCHRONIZATION",
-          "CUDA_EVENT", "STREAM")  # fmt: skip
+          "CUDA_EVENT", "STREAM", "MARKER")  # fmt: skip
 #: Regions the captured program marked: (name, start, end) in CUPTI's clock (ns).
 _regions: list[tuple[str, int, int]] = []
 _active: dict[str, Any] = {}
@@ -107,11 +113,51 @@ def _fields(cupti: Any, r: Any) -> tuple[str | None, dict[str, Any]]:
     if k == int(A.CUDA_EVENT):
         return "cuda_event", {"correlation_id": int(r.correlation_id), "event_id": int(r.event_id),
                               "stream_id": int(r.stream_id)}  # fmt: skip
+    if k == int(getattr(A, "MARKER", -1)):
+        return "marker", {"flags": int(r.flags), "timestamp": int(r.timestamp), "id": int(r.id),
+                          "name": _text(getattr(r, "name", None))}  # fmt: skip
     if k == int(A.STREAM):
         flag_enum = getattr(cupti, "ActivityStreamFlag", None)
         flag = _enum_name(flag_enum, r.flag) if flag_enum is not None else int(r.flag)
         return "stream", {"stream_id": int(r.stream_id), "flag": flag, "priority": int(r.priority)}
     return None, {}
+
+
+def _text(v: Any) -> str:
+    """A C string field of a record (None for an end marker)."""
+    if v is None:
+        return ""
+    return v.decode(errors="replace") if isinstance(v, bytes) else str(v)
+
+
+#: CUPTI's marker flags (CUpti_ActivityFlag): a range's start and its end.
+MARKER_START, MARKER_END = 1 << 1, 1 << 2
+
+
+def nvtx_regions(markers: list[dict[str, Any]]) -> list[tuple[str, int, int]]:
+    """NVTX ranges as regions (name, start, end): each start marker paired with the end marker
+    of the same id (push/pop and start/end ranges alike); unclosed ranges are left out."""
+    opened: dict[int, tuple[str, int]] = {}
+    out = []
+    for m in sorted(markers, key=lambda m: m["timestamp"]):
+        if m["flags"] & MARKER_START:
+            opened[m["id"]] = (m["name"], m["timestamp"])
+        elif m["flags"] & MARKER_END and m["id"] in opened:
+            name, start = opened.pop(m["id"])
+            out.append((name, start, m["timestamp"]))
+    return sorted(out, key=lambda r: r[1])
+
+
+def _point_nvtx_at_cupti() -> None:
+    """Make the program's NVTX calls reach CUPTI (NVTX reads this when first called)."""
+    if os.environ.get("NVTX_INJECTION64_PATH"):
+        return
+    with contextlib.suppress(OSError), open("/proc/self/maps") as maps:
+        for line in maps:
+            path = line.rsplit(" ", 1)[-1].strip()
+            if "libcupti.so" in os.path.basename(path):
+                os.environ["NVTX_INJECTION64_PATH"] = path
+                return
 
 
 def _plain(v: Any) -> Any:
@@ -155,8 +201,14 @@ def capture_program(
 
     recorder = _Recorder(cupti, {})
     cupti.activity_register_callbacks(lambda: (32 << 20, 0), recorder.completed)
-    for kind in _KINDS:
+    kinds = [k for k in _KINDS if hasattr(cupti.ActivityKind, k)]
+    for kind in kinds:
+        if kind == "MARKER":  # NVTX ranges: a bonus, never a reason to refuse the capture
+            with contextlib.suppress(Exception):
+                cupti.activity_enable(cupti.ActivityKind.MARKER)
+            continue
         cupti.activity_enable(getattr(cupti.ActivityKind, kind))
+    _point_nvtx_at_cupti()
     be = make_backend()
     legacy = _legacy_stream_id(cupti, recorder, be)
     recorder.records.clear()  # the probe's own calls and memset are not the program's
@@ -169,12 +221,13 @@ def capture_program(
         _active.clear()
         _synchronize()
         cupti.activity_flush_all(1)
-        for kind in _KINDS:
+        for kind in kinds:
             with contextlib.suppress(Exception):
                 cupti.activity_disable(getattr(cupti.ActivityKind, kind))
     if log:
         log(f"captured {sum(map(len, recorder.records.values()))} CUPTI records in "
             f"{time.time() - started:.1f} s")  # fmt: skip
+    _regions.extend(nvtx_regions(recorder.records.pop("marker", [])))
     records = _kept(recorder.records, keep)
     _name_calls(cupti, records.get("api", []))
     _demangle(records.get("kernel", []))
@@ -223,7 +276,11 @@ def _kept(
     name, _, nth = keep.partition(":")
     spans = [(s, e) for n, s, e in _regions if n == name]
     if not spans:
-        raise GpuError(f"--range {keep}: the program marked no region named {name!r}")
+        marked = sorted({n for n, _, _ in _regions})
+        raise GpuError(
+            f"--range {keep}: the program marked no region or NVTX range named {name!r}"
+            + (f" (it marked: {', '.join(marked[:10])})" if marked else "")
+        )
     if nth:
         if not nth.isdigit() or not 1 <= int(nth) <= len(spans):
             raise GpuError(

@@ -1,0 +1,51 @@
+"""``swimlanes capture --range`` on NVTX ranges the program marks itself."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from swimlanes.gpu.capture import MARKER_END, MARKER_START, nvtx_regions
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _marker(flags: int, t: int, ident: int, name: str = "") -> dict:
+    return {"flags": flags, "timestamp": t, "id": ident, "name": name}
+
+
+def test_nvtx_markers_pair_into_regions_by_id() -> None:
+    markers = [
+        _marker(MARKER_START, 10, 1, "step"),
+        _marker(MARKER_START, 12, 2, "inner"),  # nested: a push inside a push
+        _marker(MARKER_END, 15, 2),
+        _marker(MARKER_END, 20, 1),
+        _marker(MARKER_START, 30, 3, "step"),
+        _marker(MARKER_END, 40, 3),
+        _marker(MARKER_START, 50, 4, "step"),  # never closed: left out
+        _marker(1, 55, 5, "instant"),  # an instantaneous marker is no range
+    ]
+    assert nvtx_regions(markers) == [("step", 10, 20), ("inner", 12, 15), ("step", 30, 40)]
+
+
+@pytest.mark.gpu
+def test_capture_keeps_the_nvtx_range_asked_for(tmp_path: Path) -> None:
+    pytest.importorskip("torch")
+    pytest.importorskip("cupti")
+    trace = tmp_path / "steps.capture.json.gz"
+    cmd = [sys.executable, "-m", "swimlanes", "capture", "--range", "step:2",
+           "-o", str(tmp_path / "steps.run.json"), "--trace", str(trace),
+           "--", sys.executable, str(ROOT / "resources/programs/nvtx_steps.py")]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with gzip.open(trace, "rt") as f:
+        events = json.load(f)["traceEvents"]
+    names = [e["name"] for e in events if e["cat"] == "kernel"]
+    # step 2: two multiplies, then the sum's reduction (steps 1 and 3 have one and three)
+    assert len([n for n in names if "reduce" not in n.lower()]) == 2, names
+    assert any("reduce" in n.lower() for n in names), names
