@@ -8,14 +8,19 @@ from dataclasses import replace
 import pytest
 
 from swimlanes.engine import get_preset, preset_names, preset_summary
+from swimlanes.engine.presets import multi_preset_names
 
 MULTI = ["2x-h200-nvlink", "4x-h200-nvlink", "8x-h200-nvlink", "2x-h200-pcie"]
 
 
-def test_multi_gpu_presets_are_listed_after_the_single_gpu_ones() -> None:
-    names = preset_names()
-    assert names[-4:] == MULTI
-    assert names[:2] == ["ideal", "h200"]
+def test_multi_gpu_presets_are_listed_apart_from_the_single_gpu_ones(capsys) -> None:
+    from swimlanes.cli import main
+
+    assert multi_preset_names() == MULTI
+    assert not set(MULTI) & set(preset_names())  # a single-GPU list: tests sample from it
+    assert main(["devices"]) == 0
+    first_words = [line.split()[0] for line in capsys.readouterr().out.splitlines() if line.strip()]
+    assert set(MULTI) <= set(first_words)
 
 
 @pytest.mark.parametrize("name", MULTI)

@@ -18,9 +18,10 @@ from typing import Any
 def device_rows() -> list[dict[str, Any]]:
     """Key figures of every built-in preset (the calibrated h200 one where it is shipped)."""
     from swimlanes.engine import get_preset, preset_names
-    from swimlanes.engine.presets import preset_summary
+    from swimlanes.engine.presets import multi_preset_names, preset_summary
 
-    return [{**preset_summary(get_preset(name)), "cached": False} for name in preset_names()]
+    names = [*preset_names(), *multi_preset_names()]
+    return [{**preset_summary(get_preset(name)), "cached": False} for name in names]
 
 
 def cached_rows() -> tuple[list[dict[str, Any]], list[str]]:

@@ -538,8 +538,13 @@ def _multi_preset(name: str) -> DevicePreset:
 
 
 def preset_names() -> list[str]:
-    """Names of the built-in presets, in the order they are listed (the multi-GPU ones last)."""
-    return [*_BUILTIN, *_MULTI]
+    """Names of the built-in single-GPU presets, in the order they are listed."""
+    return list(_BUILTIN)
+
+
+def multi_preset_names() -> list[str]:
+    """Names of the built-in multi-GPU presets (listed after :func:`preset_names`)."""
+    return list(_MULTI)
 
 
 def load_preset(path: str | Path) -> DevicePreset:
@@ -597,7 +602,7 @@ def get_preset(name_or_path: str | Path) -> DevicePreset:
             raise ValueError(f"no preset file {_shorten(key)!r}")
         return load_preset(path)
     raise ValueError(
-        f"unknown device {_shorten(key)!r}; choose one of {', '.join(preset_names())} or a "
+        f"unknown device {_shorten(key)!r}; choose one of {', '.join([*_BUILTIN, *_MULTI])} or a "
         ".json file"
     )
 
