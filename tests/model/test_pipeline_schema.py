@@ -203,6 +203,11 @@ _VALID: dict[str, list[Any]] = {
     "flops": [1e9, 1],
     "blocks_per_sm": [1, 2048],
     "event": ["e0", "e1"],
+    "device": ["gpu0"],
+    "src_device": ["gpu0"],
+    "dst_device": ["gpu0"],
+    "communicator": ["world"],
+    "root": ["gpu0"],
     "note": [{"kept": [1, 2]}, None],
 }
 _INVALID: dict[str, list[Any]] = {
@@ -218,6 +223,11 @@ _INVALID: dict[str, list[Any]] = {
     "flops": [0, 1e16, "1e9"],
     "blocks_per_sm": [0, 2049, 1.5],
     "event": ["", " ", 5],
+    "device": ["", 0],
+    "src_device": [" ", None],
+    "dst_device": ["", 1],
+    "communicator": ["", 2],
+    "root": ["", False],
 }
 
 

@@ -18,7 +18,8 @@ from swimlanes.model import PipelineError, load_pipeline, pipeline_from_dict, pi
 from swimlanes.model import document as d
 from swimlanes.model import io as model_io
 from swimlanes.model.op_defaults import new_stream_name
-from swimlanes.model.validate import MAX_PROBLEMS, _Checker, _parse_streams
+from swimlanes.model.validate import MAX_PROBLEMS, _parse_streams
+from swimlanes.model.validate_checks import Checker
 
 H = '{"format":"swimlanes-pipeline","version":1,'
 KERNEL = '{"op":"kernel","blocks":1,"threads":1,"duration_us":1'
@@ -268,7 +269,7 @@ def test_the_duplicate_stream_check_is_linear() -> None:
     # 200,000 streams (past the limit, so checked below it): one pass with a set, not one
     # pass over the streams per stream (which took 226 s for 100,000).
     raw = [{"name": f"s{i % 50_000}"} for i in range(200_000)]
-    c = _Checker()
+    c = Checker()
     t0 = time.perf_counter()
     streams = _parse_streams(c, raw)
     assert time.perf_counter() - t0 < 5.0

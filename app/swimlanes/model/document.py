@@ -66,6 +66,11 @@ MAX_BLOCKS = (1 << 31) - 1
 MAX_THREADS_PER_BLOCK = 1024
 #: A kernel's ``blocks_per_sm`` residency override (2048 threads per SM at most, one each).
 MAX_BLOCKS_PER_SM = 2048
+#: Declared devices (one host thread and one set of engines each; NCCL's largest single-node
+#: systems have 8 GPUs, so 64 leaves room for a rack of them).
+MAX_DEVICES = 64
+#: Declared communicators (each a set of devices; all subsets of 8 devices are 255).
+MAX_COMMUNICATORS = 1024
 #: Stream priorities are C ints in CUDA.
 MIN_PRIORITY, MAX_PRIORITY = -(1 << 31), (1 << 31) - 1
 #: Characters of a stream, event or pipeline name, or an op label.

@@ -1,13 +1,16 @@
 """JSON Schema (draft 2020-12) of the pipeline file, built from the document's own tables.
 
 The schema is generated, never written by hand: every enum, range and required key comes from
-:mod:`swimlanes.model.document` (``OP_KINDS``, ``MAX_BYTES`` ...) and from :data:`OP_KIND_FIELDS`,
-which says which keys each op kind takes, mirroring :mod:`swimlanes.model.validate`. The shipped
-files in ``resources/schema/`` are this module's output (a test keeps them equal).
+:mod:`swimlanes.model.document` (``OP_KINDS``, ``MAX_BYTES`` ...) and from the op-kind registry
+(:mod:`swimlanes.model.op_kinds`: which keys each kind takes and requires, the same table the
+validator reads), gathered in :data:`OP_KIND_FIELDS`. The shipped files in
+``resources/schema/`` are this module's output (a test keeps them equal).
 
 An editor that knows JSON Schema completes and checks a pipeline with it. It cannot say
 everything the validator says; what it leaves to the loader is listed in ``$comment``s:
-stream names must be unique and ops must name a declared stream, a kernel's ``blocks`` times
+stream, device and communicator names must be unique and be declared where they are used
+(a stream's device, a peer copy's ends, a collective's communicator and root), every member
+of a communicator must make the same collective calls, a kernel's ``blocks`` times
 ``block_us`` is at most ``MAX_DURATION_US``, integers anywhere must fit in 64 bits, and
 nesting stops at ``MAX_JSON_DEPTH``. JSON Schema also counts ``1.0`` as an integer where the
 loader wants ``1``. Keys Swimlanes does not know are allowed wherever the loader keeps them
@@ -20,18 +23,18 @@ import json
 from typing import Any
 
 from swimlanes.model.document import (
-    COPY_OPS,
     CUDA_CALLS,
+    DEFAULT_DEVICE,
     DEFAULT_STREAM,
-    EVENT_OPS,
     FORMAT_NAME,
     FORMAT_VERSION,
-    HOST_COPY_OPS,
     HOST_MEMORY_KINDS,
     MAX_BLOCKS,
     MAX_BLOCKS_PER_SM,
     MAX_BYTES,
+    MAX_COMMUNICATORS,
     MAX_DEVICE_CHARS,
+    MAX_DEVICES,
     MAX_DURATION_US,
     MAX_FLOPS,
     MAX_NAME_CHARS,
@@ -43,8 +46,8 @@ from swimlanes.model.document import (
     MIN_PRIORITY,
     OP_KINDS,
     STREAM_KINDS,
-    STREAM_OPS,
 )
+from swimlanes.model.op_kinds import COMMON_FIELDS, op_kind, register_layer
 
 __all__ = [
     "DIALECT",
@@ -155,7 +158,27 @@ def _op_field_schemas() -> dict[str, dict[str, Any]]:
             "description": "microseconds the call itself took on the host, as measured: "
             "replaces the device preset's cost of this call",
         },
+        **_device_field_schemas(),
     }
+
+
+def _device_field_schemas() -> dict[str, dict[str, Any]]:
+    """The op keys that name devices and communicators (multi-device pipelines)."""
+    return {
+        "device": {
+            **_ref("name"),
+            "description": "the device whose host thread issues this host-only op (default: "
+            f"the first device, {DEFAULT_DEVICE!r} when none are declared)",
+        },
+        "src_device": {**_ref("name"), "description": "the device copied from (default: the "
+                       "stream's device)"},
+        "dst_device": {**_ref("name"), "description": "the device copied to (default: the "
+                       "stream's device)"},
+        "communicator": {**_ref("name"), "description": "the communicator (a declared one) "
+                         "whose devices take part; each member issues the same call"},
+        "root": {**_ref("name"), "description": "the device whose buffer is sent (default: "
+                 "the communicator's first device)"},
+    }  # fmt: skip
 
 
 #: The schema of each op key, whatever the kind (``duration_us`` of host work differs: >= 0).
@@ -163,27 +186,24 @@ OP_FIELD_SCHEMAS: dict[str, dict[str, Any]] = _op_field_schemas()
 
 
 def _kind_fields(kind: str) -> dict[str, bool]:
-    """The keys an op of ``kind`` takes, each with whether it is required (as the validator
-    decides it: ``bytes`` and ``duration_us`` are taken by every kind)."""
-    takes_bytes = kind in COPY_OPS or kind == "memset"
-    fields: dict[str, bool] = {"label": False, "bytes": takes_bytes, "duration_us": kind == "host"}
-    fields["call_us"] = False
-    if kind in STREAM_OPS:
-        fields["stream"] = False
-    if kind in HOST_COPY_OPS:
-        fields["host_memory"] = False
-    if takes_bytes:
-        fields["async"] = False
-    if kind == "kernel":
-        fields |= {"blocks": True, "threads": True, "block_us": False, "flops": False}
-        fields["blocks_per_sm"] = False
-    if kind in EVENT_OPS:
-        fields["event"] = True
-    return fields
+    """The keys an op of ``kind`` takes (the registry's :data:`COMMON_FIELDS` and the kind's
+    own ``fields``), each with whether it is required, in the order of OP_FIELD_SCHEMAS."""
+    spec = op_kind(kind)
+    return {
+        key: key in spec.required
+        for key in OP_FIELD_SCHEMAS
+        if key in COMMON_FIELDS or key in spec.fields
+    }
 
 
 #: Which keys each op kind takes, and whether each is required.
 OP_KIND_FIELDS: dict[str, dict[str, bool]] = {kind: _kind_fields(kind) for kind in OP_KINDS}
+# The kinds whose every key has a schema here (a kind with a key OP_FIELD_SCHEMAS lacks would
+# lose it silently: the coverage test fails instead).
+register_layer(
+    "schema",
+    (k for k in OP_KINDS if set(op_kind(k).fields) | set(COMMON_FIELDS) <= OP_FIELD_SCHEMAS.keys()),
+)
 
 
 def _op_kind_schema(kind: str) -> dict[str, Any]:
@@ -236,6 +256,10 @@ def _stream_schema() -> dict[str, Any]:
                 "default": 0,
                 "description": "CUDA's convention: a lower number is a higher priority",
             },
+            "device": {
+                **_ref("name"),
+                "description": "the device it belongs to (default: the first device)",
+            },
         },
         "allOf": [
             {
@@ -243,11 +267,17 @@ def _stream_schema() -> dict[str, Any]:
                 "then": {"required": ["kind"], "properties": {"kind": {"const": legacy}}},
             },
             {
-                "if": {"required": ["kind"], "properties": {"kind": {"const": legacy}}},
+                "if": {
+                    "required": ["kind"],
+                    "properties": {"kind": {"const": legacy}},
+                    "not": {"required": ["device"]},
+                },
                 "then": {"properties": {"name": {"const": DEFAULT_STREAM}}},
             },
         ],
-        "$comment": "stream names must be unique (the loader checks it)",
+        "$comment": "stream names must be unique and a stream's device declared; the first "
+        f"device's legacy default stream is {DEFAULT_STREAM!r}, another device's takes another "
+        "name, one per device (the loader checks it)",
     }
 
 
@@ -269,14 +299,46 @@ def _op_schema() -> dict[str, Any]:
     }
 
 
+def _device_schema() -> dict[str, Any]:
+    return {
+        "title": "device",
+        "type": "object",
+        "required": ["name"],
+        "properties": {"name": {**_ref("name"), "description": "unique among the devices"}},
+    }
+
+
+def _communicator_schema() -> dict[str, Any]:
+    return {
+        "title": "communicator",
+        "description": "an NCCL communicator: the devices its collectives run across",
+        "type": "object",
+        "required": ["name", "devices"],
+        "properties": {
+            "name": {**_ref("name"), "description": "unique among the communicators"},
+            "devices": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_DEVICES,
+                "uniqueItems": True,
+                "items": _ref("name"),
+                "description": "declared devices, in rank order",
+            },
+        },
+    }
+
+
 def pipeline_defs() -> dict[str, Any]:
-    """The ``$defs`` a pipeline schema refers to (``name``, ``stream``, ``op``, ``op_KIND``).
+    """The ``$defs`` a pipeline schema refers to (``name``, ``stream``, ``device``,
+    ``communicator``, ``op``, ``op_KIND``).
 
     A schema that embeds a pipeline (a run file's) holds the same ``$defs``, so that the
     ``#/$defs/...`` references resolve in both."""
     defs: dict[str, Any] = {
         "name": _NAME,
         "stream": _stream_schema(),
+        "device": _device_schema(),
+        "communicator": _communicator_schema(),
         "op": _op_schema(),
     }
     for kind in OP_KINDS:
@@ -318,6 +380,20 @@ def pipeline_object() -> dict[str, Any]:
                 "maxItems": MAX_OPS,
                 "items": _ref("op"),
                 "description": "the CUDA calls in the order the host thread issues them",
+            },
+            "devices": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_DEVICES,
+                "items": _ref("device"),
+                "description": f"the GPUs, each with its own host thread (default: one, "
+                f"{DEFAULT_DEVICE!r})",
+            },
+            "communicators": {
+                "type": "array",
+                "maxItems": MAX_COMMUNICATORS,
+                "items": _ref("communicator"),
+                "description": "NCCL communicators, for collectives",
             },
         },
         "$comment": "keys Swimlanes does not know are kept when the file is saved again",
