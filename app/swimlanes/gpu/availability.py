@@ -30,3 +30,16 @@ def cuda_available() -> bool:
         return lib.cuDeviceGetCount(ctypes.byref(count)) == 0 and count.value > 0
     except AttributeError:
         return False
+
+
+def cuda_device_count() -> int:
+    """How many GPUs the driver reports (0 without a driver)."""
+    name = ctypes.util.find_library("cuda") or "libcuda.so.1"
+    try:
+        lib = ctypes.CDLL(name)
+        if lib.cuInit(0) != 0:
+            return 0
+        count = ctypes.c_int(0)
+        return count.value if lib.cuDeviceGetCount(ctypes.byref(count)) == 0 else 0
+    except (OSError, AttributeError):
+        return 0

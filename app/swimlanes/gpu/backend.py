@@ -349,10 +349,71 @@ class NumbaBackend:
         slots[slot] = int(self.check(self.drv.cuMemAlloc(nbytes), "cuMemAlloc"))
         self._live += 1
 
+    # -- several devices (swimlanes.gpu.multi_executor) -----------------------------------
+    def context_handle(self) -> Any:
+        """The driver context this backend's calls run in (its device's primary context)."""
+        return self.check(self.drv.cuCtxGetCurrent(), "cuCtxGetCurrent")
+
+    def ordinal(self) -> int:
+        return int(self.check(self.drv.cuCtxGetDevice(), "cuCtxGetDevice"))
+
+    def enable_peer_access(self, peer_ordinal: int, peer_context: Any) -> bool:
+        """Let this device's kernels and copies reach ``peer``'s memory directly
+        (cuCtxEnablePeerAccess); False where the pair cannot (copies then go through the host)."""
+        d = self.drv
+        me = self.ordinal()
+        can = self.check(d.cuDeviceCanAccessPeer(me, peer_ordinal), "cuDeviceCanAccessPeer")
+        if not can:
+            return False
+        err = d.cuCtxEnablePeerAccess(peer_context, 0)[0]
+        if err not in (d.CUresult.CUDA_SUCCESS, d.CUresult.CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED):
+            self.check((err,), "cuCtxEnablePeerAccess")
+        return True
+
+    def fill_f32(self, buf: Buffer, nbytes: int, value: float) -> None:
+        """Fill the first ``nbytes`` (whole float32s) of a device buffer with ``value``."""
+        bits = int(np.array([value], dtype=np.float32).view(np.uint32)[0])
+        count = nbytes // 4
+        if count:
+            self.check(self.drv.cuMemsetD32(buf.ptr, bits, count), "cuMemsetD32")
+
+    def read_f32(self, buf: Buffer, element: int) -> float:
+        """One float32 of a device buffer (after the run: for the data check)."""
+        out = np.zeros(1, dtype=np.float32)
+        self.check(self.drv.cuMemcpyDtoH(out.ctypes.data, buf.ptr + 4 * element, 4), "cuMemcpyDtoH")
+        return float(out[0])
+
+    def prepare_peer_copy(
+        self,
+        s: StreamHandle,
+        dst: Buffer,
+        dst_context: Any,
+        src: Buffer,
+        src_context: Any,
+        nbytes: int,
+    ) -> Step:
+        """cudaMemcpyPeerAsync: ``src`` (in ``src_context``) to ``dst`` on stream ``s``."""
+        d = self.drv
+        args = (
+            d.CUdeviceptr(dst.ptr), dst_context, d.CUdeviceptr(src.ptr), src_context, nbytes,
+            d.CUstream(s.handle),
+        )  # fmt: skip
+        return self._simple(d.cuMemcpyPeerAsync, *args)
+
     def close(self) -> None:
         """Drop numba's deferred frees so released memory really returns to the driver."""
         with contextlib.suppress(Exception):  # best effort on a possibly broken context
             self.context.deallocations.clear()
+
+
+def device_count() -> int:
+    """GPUs this process can use: the driver's count, or the simulated devices
+    (``SWIMLANES_SIM_GPUS``, default 8) under numba's CUDA simulator."""
+    if os.environ.get("NUMBA_ENABLE_CUDASIM") == "1":
+        return int(os.environ.get("SWIMLANES_SIM_GPUS", "8"))
+    from swimlanes.gpu.availability import cuda_device_count
+
+    return cuda_device_count()
 
 
 def make_backend(kind: str = "auto") -> CudaBackend:

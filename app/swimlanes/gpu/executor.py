@@ -330,6 +330,15 @@ def execute(
     repetition. ``cuda_backend`` replaces the real GPU (tests pass the simulator backend).
     Raises :class:`GpuError` with a clear message, or :class:`ExecutionCancelled`.
     """
+    from swimlanes.gpu.multi_plan import needs_multi
+
+    if needs_multi(pipeline):  # several devices, peer copies or collectives
+        from swimlanes.gpu.multi_executor import execute_multi
+
+        return execute_multi(
+            pipeline, repeat=repeat, warmup=warmup, backend=backend, progress=progress,
+            cancel=cancel, on_partial=on_partial, cuda_backend=cuda_backend, nvtx=nvtx,
+        )  # fmt: skip
     if repeat < 1 or warmup < 0:
         raise GpuError("repeat must be at least 1 and warmup at least 0")
     problems = validate(pipeline)

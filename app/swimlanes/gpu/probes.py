@@ -29,9 +29,10 @@ from typing import Any
 from swimlanes.gpu.backend_api import LEGACY_STREAM, Buffer, CudaBackend, Step, StreamHandle
 from swimlanes.gpu.errors import GpuError
 from swimlanes.gpu.plan import OpPlan
+from swimlanes.model.document import MULTI_DEVICE_OPS
 
 #: Ops whose device span a probe measures (the others are timed by the executor itself).
-TIMED_KINDS = ("h2d", "d2h", "d2d", "memset", "kernel")
+TIMED_KINDS = ("h2d", "d2h", "d2d", "memset", "kernel", *MULTI_DEVICE_OPS)
 #: CUPTI activity kinds that carry device spans (CONCURRENT_KERNEL does not serialise kernels).
 _WORK_KINDS = ("CONCURRENT_KERNEL", "MEMCPY", "MEMSET")
 #: Generous room per activity record when sizing CUPTI's buffer.
@@ -149,7 +150,8 @@ class CuptiProbe(Probe):
     name = "cupti"
     note = CUPTI_NOTE
     BUFFER_BYTES = 16 << 20
-    _records: list[tuple[int, int, int, int]] = []
+    #: (correlation id, stream id, start, end, kernel name or kind, device id) per record.
+    _records: list[tuple[int, int, int, int, str, int]] = []
     _registered = False
 
     def __init__(self, backend: CudaBackend) -> None:
@@ -179,10 +181,14 @@ class CuptiProbe(Probe):
 
             def completed(activities: list) -> None:
                 # Record objects may be views into CUPTI's buffer: copy the fields out now.
+                # The kernel's name (or the record's kind) and device let a multi-device run
+                # tell NCCL's kernels and each GPU's records apart.
                 for r in activities:
+                    tag = getattr(r, "name", None) or str(getattr(r, "kind", ""))
                     records.append(
-                        (int(r.correlation_id), int(r.stream_id), int(r.start), int(r.end))
-                    )
+                        (int(r.correlation_id), int(r.stream_id), int(r.start), int(r.end),
+                         str(tag), int(getattr(r, "device_id", -1)))
+                    )  # fmt: skip
 
             cupti.activity_register_callbacks(requested, completed)
             CuptiProbe._registered = True
@@ -204,13 +210,17 @@ class CuptiProbe(Probe):
     def _flush(self) -> list[tuple[int, int, int, int]]:
         """Deliver every record (device idle): (correlation id, stream id, start, end) merged
         per correlation id, in correlation-id order."""
+        return [r[:4] for r in self._flush_tagged()]
+
+    def _flush_tagged(self) -> list[tuple[int, int, int, int, str, int]]:
+        """:meth:`_flush` with each merged record's first tag and device id kept."""
         self.cupti.activity_flush_all(1)
-        merged: dict[int, tuple[int, int, int, int]] = {}
-        for corr, sid, start, end in CuptiProbe._records:
+        merged: dict[int, tuple[int, int, int, int, str, int]] = {}
+        for corr, sid, start, end, tag, device in CuptiProbe._records:
             if corr in merged:
-                _, _, s0, e0 = merged[corr]
+                _, _, s0, e0, tag, device = merged[corr]
                 start, end = min(start, s0), max(end, e0)
-            merged[corr] = (corr, sid, start, end)
+            merged[corr] = (corr, sid, start, end, tag, device)
         CuptiProbe._records.clear()
         return [merged[c] for c in sorted(merged)]
 

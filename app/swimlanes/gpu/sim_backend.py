@@ -234,5 +234,45 @@ class SimulatorBackend:
             slots[slot] = 0
             self._live -= 1
 
+    # -- several devices: each simulated device is one backend ------------------------------
+    def context_handle(self) -> Any:
+        return self
+
+    def enable_peer_access(self, peer_ordinal: int, peer_context: Any) -> bool:
+        self._log("enable_peer_access", peer_ordinal)
+        return True
+
+    def f32_view(self, buf: Buffer) -> np.ndarray:
+        """The simulated device buffer's memory as float32 (a view: writes go to the buffer)."""
+        arr = getattr(buf.owner, "_ary", None)
+        if arr is None:
+            raise GpuError("not a simulated device buffer")
+        whole = arr[: arr.nbytes // 4 * 4]
+        return whole.view(np.float32)
+
+    def fill_f32(self, buf: Buffer, nbytes: int, value: float) -> None:
+        self.f32_view(buf)[: nbytes // 4] = value
+
+    def read_f32(self, buf: Buffer, element: int) -> float:
+        return float(self.f32_view(buf)[element])
+
+    def prepare_peer_copy(
+        self,
+        s: StreamHandle,
+        dst: Buffer,
+        dst_context: Any,
+        src: Buffer,
+        src_context: Any,
+        nbytes: int,
+    ) -> Step:
+        """A host copy between the two simulated devices' buffers, in issue order."""
+        a, b = src.owner._ary, dst.owner._ary
+
+        def step() -> None:
+            self._log("peer_copy", s.name, nbytes)
+            b[:nbytes] = a[:nbytes]
+
+        return step
+
     def close(self) -> None:
         pass

@@ -1,0 +1,456 @@
+"""Run a pipeline of several devices (or with peer copies and collectives) and measure it.
+
+One host thread per device, as real multi-GPU programs have: every CUDA call of device d is
+made by its own worker thread, in which d's primary context is current. Set-up runs in program
+order, op by op on the op's device's thread (so cross-device events and buffers exist before
+they are used); each timed repetition then starts every device's thread at one barrier, and
+each issues its device's ops in program order, as the simulator's semantics say. An event wait
+whose latest record belongs to another device waits (on the host) until that record was
+issued, so the wait means what the program list says.
+
+Peer access is enabled between every pair that copies or rings data; peer copies are
+``cuMemcpyPeerAsync`` on the op's stream; collectives run through NCCL (:mod:`.nccl`): one
+communicator per pipeline communicator, made with ``ncclCommInitAll``. Their buffers are sized
+per op, filled with a known value (a peer copy's source with its device's number + 1, a
+collective's send buffer with its rank + 1), and the results are checked after the run
+(``meta["data_check"]``). Under numba's CUDA simulator peer copies are host copies and
+collectives are computed on the host, so the same bookkeeping is tested without a GPU.
+
+Whatever happens (error, cancel), NCCL communicators are aborted or destroyed and every
+allocation, stream and event is released before this returns.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures as cf
+import contextlib
+import gc
+import threading
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import numpy as np
+
+from swimlanes.gpu.backend import device_count, make_backend
+from swimlanes.gpu.backend_api import Buffer, CudaBackend, Step
+from swimlanes.gpu.collectives import Collectives, make_collectives
+from swimlanes.gpu.errors import ExecutionCancelled, GpuError
+from swimlanes.gpu.executor import Cancel, Progress, _quietly, _Run
+from swimlanes.gpu.multi_plan import (
+    MultiOp,
+    MultiPlan,
+    check_device_count,
+    check_multi_memory,
+    make_multi_plan,
+)
+from swimlanes.gpu.multi_timeline import expected_value, multi_timeline
+from swimlanes.gpu.probes import NvtxRanges, Probe, make_probe
+from swimlanes.model.document import COLLECTIVE_OPS, EVENT_OPS, OP_KINDS, PEER_COPY, Pipeline
+from swimlanes.model.op_kinds import register_layer
+from swimlanes.model.validate import validate
+from swimlanes.timeline.timeline import Timeline
+
+register_layer("executor", OP_KINDS)
+
+#: How long a device thread waits for the others (start barrier, cross-device event) before
+#: the run is declared stuck.
+WAIT_S = 120.0
+T = TypeVar("T")
+
+
+class _Workers:
+    """One single-thread pool per device; device d's CUDA calls all run on its thread."""
+
+    def __init__(self, count: int, simulator: bool) -> None:
+        self.pools = [
+            cf.ThreadPoolExecutor(1, f"swimlanes-gpu{d}", _enter(d, simulator))
+            for d in range(count)
+        ]
+
+    def call(self, d: int, fn: Callable[..., T], *args: Any) -> T:
+        return self.pools[d].submit(fn, *args).result()
+
+    def all(self, fn: Callable[[int], T], stop: threading.Event | None = None) -> list[T]:
+        """``fn(d)`` on every device's thread at once; the first error is raised once all
+        have returned (``stop`` is set at the first error so the others stop early)."""
+        futures = [pool.submit(fn, d) for d, pool in enumerate(self.pools)]
+        done, _ = cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
+        failed = [f for f in done if f.exception() is not None]
+        if failed and stop is not None:
+            stop.set()
+        cf.wait(futures)
+        for f in futures:
+            err = f.exception()
+            if err is not None:
+                raise err
+        return [f.result() for f in futures]
+
+    def close(self) -> None:
+        for pool in self.pools:
+            pool.shutdown(wait=True)
+
+
+def _enter(d: int, simulator: bool) -> Callable[[], None]:
+    def enter() -> None:
+        if not simulator:  # the simulator has one device; its backends stand for the others
+            from numba import cuda
+
+            cuda.select_device(d)
+
+    return enter
+
+
+class _DeviceRun(_Run):
+    """One device's share of the run: :class:`_Run`'s resources and steps, set up op by op."""
+
+    def setup_local(self, probe: Probe) -> None:
+        be = self.backend
+        for s in self.plan.streams:
+            self.streams[s.name] = be.create_stream(s)
+        self.pools = {name: self._alloc_pool(sizes) for name, sizes in self.plan.buffers.items()}
+        be.compile_kernels()
+        self.probe = probe
+        self._prepare_warm_up()
+
+    def add_step(self, local: int, step: Step, nvtx: NvtxRanges) -> None:
+        op = self.plan.ops[local]
+        assert self.probe is not None and local == len(self.steps)
+        stream = self.streams.get(op.stream) if op.stream else None
+        pb, pa = self.probe.hooks(op, stream)
+        nb, na = nvtx.hooks(op.label)
+        self.steps.append(step)
+        self.before.append(_chain(nb, pb))
+        self.after.append(_chain(pa, na))
+
+    def prepare_local(self, local: int, latest: dict[str, Any]) -> Step:
+        op = self.plan.ops[local]
+        stream = self.streams.get(op.stream) if op.stream else None
+        return self._prepare(op, stream, self.pools.get(op.stream or ""), latest)
+
+    def alloc_device(self, nbytes: int, fill: float | None) -> Buffer:
+        buf = self.backend.alloc("device", nbytes)
+        self.buffers.append(buf)
+        fill_f32 = getattr(self.backend, "fill_f32")  # noqa: B009 - not part of CudaBackend
+        fill_f32(buf, nbytes, 0.0 if fill is None else fill)
+        return buf
+
+    def issue(self, start: threading.Barrier, cancel: Cancel) -> tuple[np.ndarray, np.ndarray]:
+        n = len(self.steps)
+        t_s = np.zeros(n, dtype=np.int64)
+        t_e = np.zeros(n, dtype=np.int64)
+        start.wait(WAIT_S)
+        self._issue_all(t_s, t_e, cancel)
+        return t_s, t_e
+
+    def finish(self, t_s: np.ndarray, t_e: np.ndarray) -> dict[str, np.ndarray]:
+        """After issuing: wait for the device, free the malloc slots, collect absolute times."""
+        self.backend.synchronize()
+        for i in range(len(self.malloc_slots)):
+            self.backend.free_slot(self.malloc_slots, i)
+        if not len(t_s):
+            return {
+                k: np.zeros(0, dtype=np.int64) for k in ("issue_start", "issue_end", "start", "end")
+            }
+        rel = self._collect(t_s, t_e)
+        t0 = int(t_s[0])
+        for col, v in rel.items():  # back to the host clock: devices share one origin later
+            mask = v != np.iinfo(np.int64).min if col in ("start", "end") else slice(None)
+            v[mask] += t0
+        return rel
+
+
+def _chain(a: Step | None, b: Step | None) -> Step | None:
+    if a is None or b is None:
+        return a or b
+
+    def both() -> None:
+        a()
+        b()
+
+    return both
+
+
+class _MultiRun:
+    """Everything one multi-device execute() holds; :meth:`release` frees all of it."""
+
+    def __init__(self, pipeline: Pipeline, plan: MultiPlan, backends: list[CudaBackend],
+                 workers: _Workers) -> None:  # fmt: skip
+        self.pipeline, self.plan, self.backends, self.workers = pipeline, plan, backends, workers
+        self.runs: list[_DeviceRun] = []
+        self.collectives: Collectives | None = None
+        self.stop = threading.Event()
+        self.flags: dict[int, threading.Event] = {}
+        self.outputs: dict[int, tuple[int, Buffer, int]] = {}  # op -> (device, buffer, bytes)
+        self.peer: dict[str, bool] = {}
+        self.link_kinds: dict[tuple[int, int], str] = {}
+        self.session: Any = None
+        self.failed = False
+
+    # -- set-up -------------------------------------------------------------------------------
+    def setup(self, probe_choice: str, nvtx: NvtxRanges) -> None:
+        plan, w = self.plan, self.workers
+        for d, be in enumerate(self.backends):
+            self.runs.append(w.call(d, _DeviceRun, be, plan.plans[d], be.device_info().sm_count))
+        probes = self._probes(probe_choice)
+        w.all(lambda d: self.runs[d].setup_local(probes[d]))
+        self._enable_peers()
+        if plan.communicators and any(op.comm for op in plan.ops):
+            ordinals = {c: m for c, m in plan.communicators.items()}
+            self.collectives = make_collectives(self.backends, ordinals)
+        latest: dict[str, Any] = {}
+        recorded_on: dict[str, tuple[int, int]] = {}
+        for op in plan.ops:
+            step = self._prepare(op, latest, recorded_on)
+            w.call(op.device, self.runs[op.device].add_step, op.local, step, nvtx)
+
+    def _probes(self, choice: str) -> list[Probe]:
+        if choice in ("auto", "cupti") and not self.backends[0].simulator:
+            from swimlanes.gpu.multi_probe import CuptiSession, DeviceCupti
+            from swimlanes.gpu.probes import cupti_loads
+
+            if cupti_loads():
+                self.session = CuptiSession()
+                session = self.session
+                return [self.workers.call(d, DeviceCupti, be, session, d)
+                        for d, be in enumerate(self.backends)]  # fmt: skip
+            if choice == "cupti":
+                raise GpuError("CUPTI is not available: install cupti-python matching the driver")
+        return [self.workers.call(d, make_probe, be, choice) for d, be in enumerate(self.backends)]
+
+    def _enable_peers(self) -> None:
+        contexts = [self.workers.call(d, _context, be) for d, be in enumerate(self.backends)]
+        for a, b in sorted(self.plan.pairs()):
+            for x, y in ((a, b), (b, a)):
+                be = self.backends[x]
+                ok = self.workers.call(x, be.enable_peer_access, y, contexts[y])  # type: ignore[attr-defined]
+                self.peer[f"{self.plan.devices[x]}->{self.plan.devices[y]}"] = bool(ok)
+            self.link_kinds[(a, b)] = _link_kind(a, b, self.backends[0].simulator)
+        self.contexts = contexts
+
+    def _prepare(self, op: MultiOp, latest: dict[str, Any],
+                 recorded_on: dict[str, tuple[int, int]]) -> Step:  # fmt: skip
+        run, w = self.runs[op.device], self.workers
+        if op.kind == PEER_COPY:
+            return self._peer_copy(op)
+        if op.kind in COLLECTIVE_OPS:
+            return self._collective(op)
+        step = w.call(op.device, run.prepare_local, op.local, latest)
+        name = run.plan.ops[op.local].event
+        if op.kind == "event_record" and name is not None:
+            recorded_on[name] = (op.device, op.index)
+            flag = self.flags[op.index] = threading.Event()
+            return _then(step, flag.set)
+        if op.kind in EVENT_OPS and name in recorded_on and recorded_on[name][0] != op.device:
+            flag = self.flags[recorded_on[name][1]]
+            return _after(flag, step, self.stop, f"op {op.index} waits for event {name!r}")
+        return step
+
+    def _peer_copy(self, op: MultiOp) -> Step:
+        w, n = self.workers, op.send_bytes
+        src = w.call(op.src, self.runs[op.src].alloc_device, n, float(op.src + 1))
+        dst = w.call(op.dst, self.runs[op.dst].alloc_device, n, None)
+        run = self.runs[op.device]
+        stream = run.streams[run.plan.ops[op.local].stream or ""]
+        be = self.backends[op.device]
+        self.outputs[op.index] = (op.dst, dst, n)
+        prepare = be.prepare_peer_copy  # type: ignore[attr-defined]
+        return w.call(op.device, prepare, stream, dst, self.contexts[op.dst], src,
+                      self.contexts[op.src], n)  # fmt: skip
+
+    def _collective(self, op: MultiOp) -> Step:
+        assert self.collectives is not None
+        run, w = self.runs[op.device], self.workers
+        send = w.call(op.device, run.alloc_device, op.send_bytes, float(op.rank + 1))
+        recv = w.call(op.device, run.alloc_device, op.recv_bytes, None)
+        stream = run.streams[run.plan.ops[op.local].stream or ""]
+        self.outputs[op.index] = (op.device, recv, op.recv_bytes)
+        return w.call(op.device, self.collectives.prepare, op, stream, send, recv)
+
+    # -- one repetition -------------------------------------------------------------------------
+    def repetition(self, cancel: Cancel) -> list[dict[str, np.ndarray]]:
+        w, runs = self.workers, self.runs
+        w.all(lambda d: _untimed(runs[d]))
+        if self.session is not None:
+            self.session.next_repetition()
+        for d in range(len(runs)):  # one device at a time: CUPTI's flush is process-wide
+            probe = runs[d].probe
+            assert probe is not None
+            w.call(d, probe.begin_repetition, runs[d]._warm_up)
+        for flag in self.flags.values():
+            flag.clear()
+        start = threading.Barrier(len(runs))
+
+        def stop() -> bool:
+            return self.stop.is_set() or (cancel is not None and cancel())
+
+        gc_was_on = gc.isenabled()
+        gc.disable()  # one collection would stall every device's thread
+        try:
+            times = w.all(lambda d: runs[d].issue(start, stop), self.stop)
+        except BaseException:
+            self.failed = True
+            start.abort()
+            if self.collectives is not None:
+                self.collectives.abort()
+            raise
+        finally:
+            if gc_was_on:
+                gc.enable()
+        return w.all(lambda d: runs[d].finish(*times[d]))
+
+    def data_check(self) -> dict[str, Any]:
+        """Each peer copy's and collective's output buffer, first and last element, against
+        what it must hold."""
+        out: dict[str, Any] = {}
+        for op in self.plan.ops:
+            if op.index not in self.outputs:
+                continue
+            d, buf, nbytes = self.outputs[op.index]
+            if nbytes < 4:
+                continue
+            read = getattr(self.backends[d], "read_f32")  # noqa: B009
+            got = [
+                self.workers.call(d, read, buf, 0),
+                self.workers.call(d, read, buf, nbytes // 4 - 1),
+            ]
+            want = expected_value(op)
+            out[str(op.index)] = {"expected": want, "got": got, "ok": got == want}
+        return out
+
+    # -- tear-down ----------------------------------------------------------------------------
+    def release(self) -> None:
+        if self.collectives is not None:
+            if self.failed:
+                _quietly(self.collectives.abort)
+            _quietly(self.collectives.close)
+        for d, run in enumerate(self.runs):
+            with contextlib.suppress(Exception):
+                self.workers.call(d, run.release)
+        self.runs.clear()
+
+
+def _context(be: CudaBackend) -> Any:
+    return be.context_handle()  # type: ignore[attr-defined]
+
+
+def _link_kind(a: int, b: int, simulator: bool) -> str:
+    """ "NVLink" or "PCIe" for the GPUs of ordinals ``a`` and ``b`` (NVML's P2P status), or
+    "Link" where it cannot tell (the simulator, no NVML)."""
+    if simulator:
+        return "Link"
+    try:
+        import importlib
+
+        pynvml: Any = importlib.import_module("pynvml")  # nvidia-ml-py
+
+        pynvml.nvmlInit()
+        try:
+            ha, hb = pynvml.nvmlDeviceGetHandleByIndex(a), pynvml.nvmlDeviceGetHandleByIndex(b)
+            nvlink = pynvml.nvmlDeviceGetP2PStatus(ha, hb, pynvml.NVML_P2P_CAPS_INDEX_NVLINK)
+            return "NVLink" if nvlink == pynvml.NVML_P2P_STATUS_OK else "PCIe"
+        finally:
+            pynvml.nvmlShutdown()
+    except Exception:  # noqa: BLE001 - no NVML, or an old one: the name stays neutral
+        return "Link"
+
+
+def _untimed(run: _DeviceRun) -> None:
+    run.prefill_frees()
+    for step in run.touch_steps:
+        step()
+
+
+def _then(step: Step, after: Callable[[], None]) -> Step:
+    def both() -> None:
+        step()
+        after()
+
+    return both
+
+
+def _after(flag: threading.Event, step: Step, stop: threading.Event, what: str) -> Step:
+    def waiting() -> None:
+        while not flag.wait(0.05):
+            if stop.is_set():
+                raise ExecutionCancelled(f"stopped: {what}, and another device stopped")
+        step()
+
+    return waiting
+
+
+def execute_multi(
+    pipeline: Pipeline,
+    *,
+    repeat: int = 5,
+    warmup: int = 1,
+    backend: str = "auto",
+    progress: Progress = None,
+    cancel: Cancel = None,
+    on_partial: Callable[[Timeline], None] | None = None,
+    cuda_backend: CudaBackend | None = None,
+    nvtx: bool | None = None,
+    available: int | None = None,
+) -> Timeline:
+    """:func:`swimlanes.gpu.executor.execute` for a pipeline of several devices (or with peer
+    copies or collectives): same arguments, same errors. ``cuda_backend`` stands for the first
+    device (the simulator backend: every device is simulated); ``available`` overrides how
+    many GPUs the machine has (tests)."""
+    if repeat < 1 or warmup < 0:
+        raise GpuError("repeat must be at least 1 and warmup at least 0")
+    problems = validate(pipeline)
+    if problems:
+        raise GpuError("the pipeline is not valid: " + "; ".join(str(p) for p in problems))
+    simulator = cuda_backend.simulator if cuda_backend is not None else _simulating()
+    check_device_count(pipeline, available if available is not None else device_count())
+    n = len(pipeline.device_names)
+    workers = _Workers(n, simulator)
+    run: _MultiRun | None = None
+    try:
+        backends = [cuda_backend if d == 0 and cuda_backend is not None else
+                    workers.call(d, _new_backend, simulator) for d in range(n)]  # fmt: skip
+        infos = [workers.call(d, be.device_info) for d, be in enumerate(backends)]
+        plan = make_multi_plan(pipeline, infos)
+        check_multi_memory(plan, infos)
+        run = _MultiRun(pipeline, plan, backends, workers)
+        return _repeat(run, pipeline, infos, repeat, warmup, backend, nvtx, progress, cancel,
+                       on_partial)  # fmt: skip
+    except (GpuError, ExecutionCancelled):
+        raise
+    except Exception as err:  # noqa: BLE001 - numba/driver/NCCL errors become one message
+        raise GpuError(f"the GPU run failed: {type(err).__name__}: {err}") from err
+    finally:
+        if run is not None:
+            run.release()
+        workers.close()
+
+
+def _repeat(run: _MultiRun, pipeline: Pipeline, infos: list[Any], repeat: int, warmup: int,
+            backend: str, nvtx: bool | None, progress: Progress, cancel: Cancel,
+            on_partial: Callable[[Timeline], None] | None) -> Timeline:  # fmt: skip
+    ranges = NvtxRanges(nvtx)
+    run.setup(backend, ranges)
+    reps: list[list[dict[str, np.ndarray]]] = []
+    total = warmup + repeat
+    for r in range(total):
+        if cancel is not None and cancel():
+            raise ExecutionCancelled(f"cancelled before repetition {r + 1}")
+        data = run.repetition(cancel)
+        if r >= warmup:
+            reps.append(data)
+            if on_partial is not None:
+                on_partial(multi_timeline(run, infos, reps, ranges))
+        if progress is not None:
+            progress((r + 1) / total)
+    tl = multi_timeline(run, infos, reps, ranges)
+    tl.meta["data_check"] = run.data_check()
+    return tl
+
+
+def _simulating() -> bool:
+    import os
+
+    return os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+
+
+def _new_backend(simulator: bool) -> CudaBackend:
+    return make_backend("simulator" if simulator else "auto")
