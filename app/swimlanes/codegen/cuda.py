@@ -7,6 +7,7 @@ executor's synthetic kernels; the program prints the median makespan as a JSON l
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 
 from swimlanes.codegen.plan import (
     MAX_GRID_BLOCKS,
@@ -156,48 +157,81 @@ def _event(plan: CodePlan, op: Op, index: int) -> str:
         raise CodegenError(f"program[{index}].event: missing") from None
 
 
+def _event_record(plan: CodePlan, op: Op, index: int) -> list[str]:
+    return [f"CHECK(cudaEventRecord({_event(plan, op, index)}, {_stream(plan, op, index)}));"]
+
+
+def _event_wait(plan: CodePlan, op: Op, index: int) -> list[str]:
+    ev, stream = _event(plan, op, index), _stream(plan, op, index)
+    return [f"CHECK(cudaStreamWaitEvent({stream}, {ev}, 0));"]
+
+
+def _event_sync(plan: CodePlan, op: Op, index: int) -> list[str]:
+    return [f"CHECK(cudaEventSynchronize({_event(plan, op, index)}));"]
+
+
+def _stream_sync(plan: CodePlan, op: Op, index: int) -> list[str]:
+    return [f"CHECK(cudaStreamSynchronize({_stream(plan, op, index)}));"]
+
+
+def _host(plan: CodePlan, op: Op, index: int) -> list[str]:
+    us = float_literal(op.duration_us or 0.0, f"program[{index}].duration_us")
+    return [f"busy_wait_us({us});"]
+
+
+def _host_func(plan: CodePlan, op: Op, index: int) -> list[str]:
+    us = float_literal(op.duration_us or 0.0, f"program[{index}].duration_us")
+    return [
+        f"host_func_us[{index}] = {us};",
+        f"CHECK(cudaLaunchHostFunc({_stream(plan, op, index)}, host_func, "
+        f"&host_func_us[{index}]));",
+    ]
+
+
+def _malloc(plan: CodePlan, op: Op, index: int) -> list[str]:
+    n = op_bytes(plan.pipeline, index)
+    return [f"{{ void* p; CHECK(cudaMalloc(&p, {n})); allocations.push_back(p); }}"]
+
+
+def _free(plan: CodePlan, op: Op, index: int) -> list[str]:
+    return [
+        "if (!allocations.empty()) { CHECK(cudaFree(allocations.front())); "
+        "allocations.erase(allocations.begin()); } else { CHECK(cudaFree(nullptr)); }"
+    ]
+
+
+def _memset(plan: CodePlan, op: Op, index: int) -> list[str]:
+    n = op_bytes(plan.pipeline, index)
+    dev = plan.buffers.device_buffer(n)
+    if op.effective_async:
+        return [f"CHECK(cudaMemsetAsync({dev}, 0, {n}, {_stream(plan, op, index)}));"]
+    return [f"CHECK(cudaMemset({dev}, 0, {n}));"]
+
+
+#: The code of each single-device kind (the multi-device kinds are in ``cuda_multi``).
+EMITTERS: dict[str, Callable[[CodePlan, Op, int], list[str]]] = {
+    "h2d": lambda plan, op, index: [_copy(plan, op, index)],
+    "d2h": lambda plan, op, index: [_copy(plan, op, index)],
+    "d2d": lambda plan, op, index: [_copy(plan, op, index)],
+    "memset": _memset,
+    "kernel": lambda plan, op, index: [_kernel(plan, op, index)],
+    "event_record": _event_record,
+    "event_wait": _event_wait,
+    "event_sync": _event_sync,
+    "stream_sync": _stream_sync,
+    "device_sync": lambda plan, op, index: ["CHECK(cudaDeviceSynchronize());"],
+    "host": _host,
+    "host_func": _host_func,
+    "malloc": _malloc,
+    "free": _free,
+}
+
+
 def _op(plan: CodePlan, op: Op, index: int) -> list[str]:
-    kind = op.op
-    where = f"program[{index}]"
-    if kind in ("h2d", "d2h", "d2d"):
-        return [_copy(plan, op, index)]
-    if kind == "kernel":
-        return [_kernel(plan, op, index)]
-    if kind == "event_record":
-        return [f"CHECK(cudaEventRecord({_event(plan, op, index)}, {_stream(plan, op, index)}));"]
-    if kind == "event_wait":
-        ev, stream = _event(plan, op, index), _stream(plan, op, index)
-        return [f"CHECK(cudaStreamWaitEvent({stream}, {ev}, 0));"]
-    if kind == "event_sync":
-        return [f"CHECK(cudaEventSynchronize({_event(plan, op, index)}));"]
-    if kind == "stream_sync":
-        return [f"CHECK(cudaStreamSynchronize({_stream(plan, op, index)}));"]
-    if kind == "device_sync":
-        return ["CHECK(cudaDeviceSynchronize());"]
-    if kind == "host":
-        return [f"busy_wait_us({float_literal(op.duration_us or 0.0, f'{where}.duration_us')});"]
-    if kind == "host_func":
-        us = float_literal(op.duration_us or 0.0, f"{where}.duration_us")
-        return [
-            f"host_func_us[{index}] = {us};",
-            f"CHECK(cudaLaunchHostFunc({_stream(plan, op, index)}, host_func, "
-            f"&host_func_us[{index}]));",
-        ]
-    if kind == "malloc":
-        n = op_bytes(plan.pipeline, index)
-        return [f"{{ void* p; CHECK(cudaMalloc(&p, {n})); allocations.push_back(p); }}"]
-    if kind == "free":
-        return [
-            "if (!allocations.empty()) { CHECK(cudaFree(allocations.front())); "
-            "allocations.erase(allocations.begin()); } else { CHECK(cudaFree(nullptr)); }"
-        ]
-    if kind == "memset":
-        n = op_bytes(plan.pipeline, index)
-        dev = plan.buffers.device_buffer(n)
-        if op.effective_async:
-            return [f"CHECK(cudaMemsetAsync({dev}, 0, {n}, {_stream(plan, op, index)}));"]
-        return [f"CHECK(cudaMemset({dev}, 0, {n}));"]
-    raise CodegenError(f"{where}.op: no code for {kind!r}")
+    emit = EMITTERS.get(op.op)
+    if emit is None:
+        raise CodegenError(f"program[{index}].op: no code for {op.op!r}")
+    return emit(plan, op, index)
 
 
 _STREAM_KIND_NOTES = {

@@ -6,6 +6,8 @@ like the executor's synthetic kernels, so its makespan is comparable with ``swim
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from swimlanes.codegen.plan import (
     MAX_GRID_BLOCKS,
     CodegenError,
@@ -184,41 +186,61 @@ def _event(plan: CodePlan, op: Op, index: int) -> str:
         raise CodegenError(f"program[{index}].event: missing") from None
 
 
+def _event_op(plan: CodePlan, op: Op, index: int) -> list[str]:
+    event = _event(plan, op, index)
+    if op.op == "event_sync":
+        return [f"{event}.synchronize()"]
+    return [f"{event}.{op.op[6:]}({_stream(plan, op, index)})"]
+
+
+def _host(plan: CodePlan, op: Op, index: int) -> list[str]:
+    us = float_literal(op.duration_us or 0.0, f"program[{index}].duration_us")
+    if op.op == "host":
+        return [f"busy_wait_us({us})"]
+    return [f"{_stream(plan, op, index)}.add_callback(host_func({us}))"]
+
+
+def _malloc(plan: CodePlan, op: Op, index: int) -> list[str]:
+    return [f"allocations.append(check(driver.cuMemAlloc({op_bytes(plan.pipeline, index)})))"]
+
+
+def _free(plan: CodePlan, op: Op, index: int) -> list[str]:
+    # cudaFree synchronises the device; with nothing allocated, synchronise like it would.
+    return ["check(driver.cuMemFree(allocations.pop(0))) if allocations else cuda.synchronize()"]
+
+
+def _memset(plan: CodePlan, op: Op, index: int) -> list[str]:
+    n = op_bytes(plan.pipeline, index)
+    ptr = f"p.{plan.buffers.device_buffer(n)}"
+    if op.effective_async:
+        return [f"check(driver.cuMemsetD8Async({ptr}, 0, {n}, {_handle(plan, op, index)}))"]
+    return [f"check(driver.cuMemsetD8({ptr}, 0, {n}))"]
+
+
+#: The code of each single-device kind (the multi-device kinds are in ``python_multi``).
+EMITTERS: dict[str, Callable[[CodePlan, Op, int], list[str]]] = {
+    "h2d": _copy_line,
+    "d2h": _copy_line,
+    "d2d": _copy_line,
+    "memset": _memset,
+    "kernel": _kernel_line,
+    "event_record": _event_op,
+    "event_wait": _event_op,
+    "event_sync": _event_op,
+    "stream_sync": lambda plan, op, index: [f"{_stream(plan, op, index)}.synchronize()"],
+    "device_sync": lambda plan, op, index: ["cuda.synchronize()"],
+    "host": _host,
+    "host_func": _host,
+    "malloc": _malloc,
+    "free": _free,
+}
+
+
 def _op_lines(plan: CodePlan, op: Op, index: int) -> list[str]:
-    kind = op.op
-    where = f"program[{index}]"
-    if kind in ("h2d", "d2h", "d2d"):
-        return _copy_line(plan, op, index)
-    if kind == "kernel":
-        return _kernel_line(plan, op, index)
-    if kind in ("event_record", "event_wait", "event_sync"):
-        event = _event(plan, op, index)
-        if kind == "event_sync":
-            return [f"{event}.synchronize()"]
-        return [f"{event}.{kind[6:]}({_stream(plan, op, index)})"]
-    if kind == "stream_sync":
-        return [f"{_stream(plan, op, index)}.synchronize()"]
-    if kind == "device_sync":
-        return ["cuda.synchronize()"]
-    if kind in ("host", "host_func"):
-        us = float_literal(op.duration_us or 0.0, f"{where}.duration_us")
-        if kind == "host":
-            return [f"busy_wait_us({us})"]
-        return [f"{_stream(plan, op, index)}.add_callback(host_func({us}))"]
-    if kind == "malloc":
-        return [f"allocations.append(check(driver.cuMemAlloc({op_bytes(plan.pipeline, index)})))"]
-    if kind == "free":
-        # cudaFree synchronises the device; with nothing allocated, synchronise like it would.
-        return [
-            "check(driver.cuMemFree(allocations.pop(0))) if allocations else cuda.synchronize()"
-        ]
-    if kind == "memset":
-        n = op_bytes(plan.pipeline, index)
-        ptr = f"p.{plan.buffers.device_buffer(n)}"
-        if op.effective_async:
-            return [f"check(driver.cuMemsetD8Async({ptr}, 0, {n}, {_handle(plan, op, index)}))"]
-        return [f"check(driver.cuMemsetD8({ptr}, 0, {n}))"]
-    raise CodegenError(f"{where}.op: no code for {kind!r}")
+    emit = EMITTERS.get(op.op)
+    if emit is None:
+        raise CodegenError(f"program[{index}].op: no code for {op.op!r}")
+    return emit(plan, op, index)
 
 
 def _setup_lines(plan: CodePlan) -> list[str]:
