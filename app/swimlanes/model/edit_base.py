@@ -8,6 +8,7 @@ import re
 from swimlanes.model.document import FORMAT_NAME, FORMAT_VERSION, Op, Pipeline
 from swimlanes.model.op_defaults import EditError
 from swimlanes.model.validate import PipelineError, Problem, pipeline_from_dict, validate
+from swimlanes.model.validate_devices import collective_problems
 
 #: How field names read in refusal messages.
 FIELD_TITLE = {
@@ -32,8 +33,13 @@ def check_ops(pipeline: Pipeline, ops: list[Op]) -> list[Problem]:
         "streams": [s.to_dict() for s in pipeline.streams],
         "program": [op.to_dict() for op in ops],
     }
+    if pipeline.devices:
+        doc["devices"] = [d.to_dict() for d in pipeline.devices]
+    if pipeline.communicators:
+        doc["communicators"] = [c.to_dict() for c in pipeline.communicators]
     try:
-        pipeline_from_dict(doc)
+        # Collectives are matched across the whole program, by Edit.apply, not among these.
+        pipeline_from_dict(doc, match_collectives=False)
     except PipelineError as err:
         out = []
         for p in err.problems:
@@ -85,6 +91,10 @@ class Edit:
         self._do(pipeline)
         touched = self._touched()
         problems = validate(pipeline) if touched is None else check_ops(pipeline, touched)
+        if not problems and touched is not None:
+            # Each member of a communicator must still make the same collective calls (a
+            # linear pass, and only in documents that declare communicators).
+            problems = collective_problems(pipeline)
         if problems:
             message = explain(problems, pipeline)
             self._undo(pipeline)
@@ -101,9 +111,10 @@ class Edit:
     def _touched(self) -> list[Op] | None:
         """The ops this edit changed, when only they need checking; None checks everything.
 
-        An op's validity depends only on its own fields and the declared stream names, so
-        edits that leave the streams alone check just the ops they touched: an edit of a
-        large program stays cheap.
+        An op's validity depends only on its own fields and the declared streams, devices and
+        communicators, so edits that leave those alone check just the ops they touched: an
+        edit of a large program stays cheap. (Collective calls, which must match across
+        devices, are then checked over the program: see :meth:`apply`.)
         """
         return None
 

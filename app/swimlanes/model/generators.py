@@ -15,6 +15,11 @@ from collections.abc import Callable
 
 from swimlanes.model.document import HOST_MEMORY_KINDS, STREAM_KINDS, Op, Pipeline, Stream
 
+# The multi-device generator lives in its own module; importable from here with the others.
+from swimlanes.model.generators_multi import (
+    random_multi_device_pipeline as random_multi_device_pipeline,
+)
+
 #: Pinned host <-> device copy bandwidth of an H200 in bytes per microsecond (55 GB/s).
 H200_PINNED_BYTES_PER_US = 55_000.0
 PAGE = 4096

@@ -1,6 +1,8 @@
 """Defaults for new ops and streams, and field conversion when an op changes kind.
 
-The editor asks these for what a dropped op, a new stream or a retyped op should hold.
+The editor asks these for what a dropped op, a new stream or a retyped op should hold. The
+field defaults of each kind are one table, :data:`NEW_OP_FIELDS`, registered with the op-kind
+registry (a kind without defaults fails the coverage test, not a palette drop).
 """
 
 from __future__ import annotations
@@ -9,17 +11,47 @@ from dataclasses import fields
 from typing import Any
 
 from swimlanes.model.document import (
+    COLLECTIVE_OPS,
     COPY_OPS,
     DEFAULT_STREAM,
     EVENT_OPS,
     HOST_COPY_OPS,
     OP_KINDS,
+    PEER_COPY,
     STREAM_OPS,
     Op,
     Pipeline,
 )
+from swimlanes.model.op_kinds import op_kind, register_layer
 
 MIB = 1024 * 1024
+#: A new collective's size: PyTorch DDP's default gradient bucket (25 MiB).
+COLLECTIVE_BYTES = 25 * MIB
+_COPY = {"bytes": 64 * MIB, "host_memory": "pinned", "is_async": True}
+_DEVICE_COPY = {"bytes": 64 * MIB, "is_async": True}
+#: Per kind, the Op fields a new op of that kind gets (besides its stream, event, label and
+#: devices, which depend on the document: see :func:`new_op`).
+NEW_OP_FIELDS: dict[str, dict[str, Any]] = {
+    "h2d": _COPY,
+    "d2h": _COPY,
+    "d2d": _DEVICE_COPY,
+    "memset": _DEVICE_COPY,
+    "kernel": {"blocks": 1024, "threads": 256, "duration_us": 100.0},
+    "event_record": {},
+    "event_wait": {},
+    "event_sync": {},
+    "stream_sync": {},
+    "device_sync": {},
+    "host": {"duration_us": 10.0},
+    "host_func": {"duration_us": 10.0},
+    "malloc": {"bytes": 64 * MIB},
+    "free": {},
+    PEER_COPY: {"bytes": 64 * MIB},
+    **{kind: {"bytes": COLLECTIVE_BYTES} for kind in COLLECTIVE_OPS},
+}
+register_layer("op_defaults", NEW_OP_FIELDS)
+#: The Op attributes that name devices or a communicator.
+DEVICE_FIELDS: tuple[str, ...] = ("device", "src_device", "dst_device", "communicator", "root")
 #: The Op attributes an edit may change (not its identity or unknown keys).
 OP_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Op) if f.name not in ("uid", "extra"))
 
@@ -85,7 +117,23 @@ def converted_fields(op: Op, kind: str, pipeline: Pipeline) -> dict[str, Any]:
             out["event"] = new_event_name(pipeline)
         else:
             out["event"] = _latest_recorded_event(pipeline) or new_event_name(pipeline)
+    _convert_device_fields(op, kind, pipeline, out)
     return out
+
+
+def _convert_device_fields(op: Op, kind: str, pipeline: Pipeline, out: dict[str, Any]) -> None:
+    """The device keys of ``op`` retyped to ``kind``: kept where the new kind takes them, the
+    rest filled as for a new op (a peer copy or a collective needs a size too)."""
+    spec = op_kind(kind)
+    for key in DEVICE_FIELDS:
+        if key in spec.fields:
+            out[key] = getattr(op, key)
+    if kind == PEER_COPY or kind in COLLECTIVE_OPS:
+        out["bytes"] = op.bytes or NEW_OP_FIELDS[kind]["bytes"]
+    probe = Op(op=kind, **{key: out[key] for key in DEVICE_FIELDS})
+    _set_devices(probe, pipeline, op.stream if takes_stream(op.op) else None)
+    for key in DEVICE_FIELDS:
+        out[key] = getattr(probe, key)
 
 
 def new_stream_name(pipeline: Pipeline) -> str:
@@ -105,29 +153,36 @@ def new_op(
 
     Copies are 64 MiB pinned async; kernels 1024 x 256 threads for 100 us; an event record
     gets a new event name, a wait or event sync the event most recently recorded before
-    ``index`` (the insertion point; the end when None).
+    ``index`` (the insertion point; the end when None). A peer copy of 64 MiB goes from the
+    stream's device to the next device; a collective of 25 MiB runs on the first
+    communicator. A host-only op dropped on a lane is issued by that stream's device.
     """
     if kind not in OP_KINDS:
         raise EditError(f"unknown op kind {kind!r}")
-    op = Op(op=kind)
+    op = Op(op=kind, **NEW_OP_FIELDS[kind])
     if takes_stream(kind) and stream not in (None, DEFAULT_STREAM):
         op.stream = stream
-    if kind in HOST_COPY_OPS:
-        op.bytes, op.host_memory, op.is_async = 64 * MIB, "pinned", True
-    elif kind == "d2d" or kind == "memset":
-        op.bytes, op.is_async = 64 * MIB, True
-    elif kind == "kernel":
-        op.blocks, op.threads, op.duration_us = 1024, 256, 100.0
+    if kind == "kernel":
         op.label = _new_kernel_label(pipeline)
-    elif kind in ("host", "host_func"):
-        op.duration_us = 10.0
-    elif kind == "malloc":
-        op.bytes = 64 * MIB
     if kind == "event_record":
         op.event = new_event_name(pipeline)
     elif kind in EVENT_OPS:
         op.event = _latest_recorded_event(pipeline, index) or new_event_name(pipeline)
+    _set_devices(op, pipeline, stream)
     return op
+
+
+def _set_devices(op: Op, pipeline: Pipeline, stream: str | None) -> None:
+    """Fill the device keys a new or retyped ``op`` needs (only where they differ from the
+    defaults, so that a single-device document keeps its shape)."""
+    names = pipeline.device_names
+    own = pipeline.stream_device(stream)
+    if "device" in op_kind(op.op).fields and own != names[0]:
+        op.device = own
+    if op.op == PEER_COPY and len(names) > 1 and op.dst_device is None:
+        op.dst_device = names[(names.index(own) + 1) % len(names)]
+    if op.op in COLLECTIVE_OPS and op.communicator is None and pipeline.communicators:
+        op.communicator = pipeline.communicators[0].name
 
 
 def _new_kernel_label(pipeline: Pipeline) -> str:
@@ -136,3 +191,35 @@ def _new_kernel_label(pipeline: Pipeline) -> str:
     while f"K{n}" in used:
         n += 1
     return f"K{n}"
+
+
+def _member_stream(pipeline: Pipeline, device: str, preferred: str | None) -> str | None:
+    """A stream of ``device`` for a new collective: ``preferred`` if it is one, else the first
+    declared stream of the device (the legacy default for the first device)."""
+    if preferred is not None and pipeline.stream_device(preferred) == device:
+        return None if preferred == DEFAULT_STREAM else preferred
+    for s in pipeline.streams:
+        if pipeline.stream_device(s.name) == device:
+            return s.name
+    if device == pipeline.device_names[0]:
+        return None
+    raise EditError(f"{device} has no stream for its part of the collective: add one first")
+
+
+def new_ops(
+    kind: str, pipeline: Pipeline, stream: str | None = None, index: int | None = None
+) -> list[Op]:
+    """The ops a palette drop of ``kind`` inserts: one :func:`new_op`, except for a collective,
+    which every member device of its communicator must call: one op per member, on
+    ``stream`` for the member it belongs to and on the first stream of each other member."""
+    op = new_op(kind, pipeline, stream, index)
+    if kind not in COLLECTIVE_OPS or op.communicator is None:
+        return [op]
+    comm = pipeline.communicator(op.communicator)
+    assert comm is not None
+    ops = []
+    for device in comm.devices:
+        member = op.copy()
+        member.stream = _member_stream(pipeline, device, stream)
+        ops.append(member)
+    return ops

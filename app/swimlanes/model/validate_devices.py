@@ -24,7 +24,7 @@ from swimlanes.model.document import (
     Pipeline,
 )
 from swimlanes.model.op_kinds import op_kind
-from swimlanes.model.validate_checks import Checker, short
+from swimlanes.model.validate_checks import Checker, Problem, short
 
 #: Op keys that name devices or a communicator, and who takes each (for the refusal).
 DEVICE_KEYS: dict[str, str] = {
@@ -234,16 +234,28 @@ def check_collectives(c: Checker, pipeline: Pipeline) -> None:
     """Every member of each communicator must make the same sequence of collective calls on
     it, with the same kind, bytes and root: the k-th call of each member is one instance,
     and a call that some member never makes, or makes differently, hangs in NCCL."""
+    if not pipeline.communicators:
+        return
+    first = pipeline.device_names[0]
+    stream_device = {s.name: s.device or first for s in pipeline.streams}
     calls: dict[tuple[str, str], list[int]] = defaultdict(list)
     for i, op in enumerate(pipeline.program):
         if op.op in COLLECTIVE_OPS and op.communicator is not None:
-            device = pipeline.stream_device(op.stream_name)
+            device = stream_device.get(op.stream or DEFAULT_STREAM, first)
             calls[(op.communicator, device)].append(i)
     for comm in pipeline.communicators:
         lists = [calls.get((comm.name, d), []) for d in comm.devices]
         if not any(lists):
             continue
         _check_instances(c, pipeline, comm, lists)
+
+
+def collective_problems(pipeline: Pipeline) -> list[Problem]:
+    """The collective calls of ``pipeline`` that some member of their communicator does not
+    make, or makes differently (see :func:`check_collectives`)."""
+    c = Checker()
+    check_collectives(c, pipeline)
+    return c.problems
 
 
 def _check_instances(
