@@ -11,10 +11,18 @@ from __future__ import annotations
 
 from typing import Any
 
+# The stream and device edits live in stream_edits and device_edits, the base in edit_base;
+# the editor imports all the edits from here.
+from swimlanes.model.device_edits import (
+    AddCommunicator,
+    AddDevice,
+    RemoveCommunicator,
+    RemoveDevice,
+    RenameDevice,
+    SetCommunicator,
+    SetStreamDevice,
+)
 from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline
-
-# The stream edits live in stream_edits and the base in edit_base; the editor imports all the
-# edits from here.
 from swimlanes.model.edit_base import (
     FIELD_TITLE,
     Edit,
@@ -32,6 +40,7 @@ from swimlanes.model.op_defaults import (
     converted_fields,
     new_event_name,
     new_op,
+    new_ops,
     new_stream_name,
     takes_stream,
 )
@@ -254,21 +263,29 @@ class SetOpFields(Edit):
 __all__ = [
     "MAX_THREADS_PER_BLOCK",
     "OP_FIELDS",
+    "AddCommunicator",
+    "AddDevice",
     "AddStream",
     "Edit",
     "EditError",
     "InsertOps",
     "MoveOps",
+    "RemoveCommunicator",
+    "RemoveDevice",
     "RemoveOps",
     "RemoveStream",
+    "RenameDevice",
     "RenameStream",
     "ReorderStreams",
+    "SetCommunicator",
     "SetOpFields",
+    "SetStreamDevice",
     "SetStreamFields",
     "converted_fields",
     "move_index_for_insertion",
     "move_stream",
     "new_event_name",
     "new_op",
+    "new_ops",
     "new_stream_name",
 ]
