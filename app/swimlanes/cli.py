@@ -333,6 +333,15 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--no-cache", action="store_true", help="do not store the preset in this host's cache"
     )
+    p.add_argument(
+        "--links",
+        action="store_true",
+        help="measure only the links between this machine's GPUs and NCCL's collectives, into "
+        "this host's cached preset (done after the rest anyway where there are 2 GPUs or more)",
+    )
+    p.add_argument(
+        "--no-links", action="store_true", help="do not measure links, even with several GPUs"
+    )
 
     p = sub.add_parser(
         "schema", help="print the JSON Schema of a file format (for editors and validators)"

@@ -160,6 +160,18 @@ def cross_device_event() -> dict:
     return run(program, repeat=1, warmup=0)
 
 
+def links_calibration() -> dict:
+    """The links calibration end to end on two simulated GPUs (small sizes: host memory)."""
+    from swimlanes.engine.presets import get_preset
+    from swimlanes.gpu import calibrate_links as cl
+
+    cl.QUICK_COPY_SIZES = [4096, 1 << 20]
+    cl.QUICK_NCCL_SIZES = [1024, 16384, 1 << 20]
+    fields, raw = cl.calibrate_links(gpus=2, quick=True, repeat=1)
+    preset = cl.apply_links(get_preset("h200").to_dict(), fields, "Links measured.")
+    return {"fields": fields, "raw": raw, "preset_gpus": preset["gpus"]}
+
+
 SCENARIOS = {
     f.__name__: f
     for f in (
@@ -170,6 +182,7 @@ SCENARIOS = {
         missing_rank,
         cancel_mid_run,
         cross_device_event,
+        links_calibration,
     )  # fmt: skip
 }
 

@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Everything the GPU machine runs, in one go: `bash tests/gpu/run_on_device.sh [STAGES]`.
-# STAGES (comma-separated, default all but fidelity and capture): nvtx, tests, calibrate,
-# quick, capture, examples, accuracy, bench, fidelity. The fidelity stage (benchmarks/fidelity/README.md) calibrates, then measures
+# STAGES (comma-separated, default all but fidelity, capture and multi): nvtx, tests, calibrate,
+# quick, capture, examples, accuracy, bench, fidelity, multi. The multi stage (a machine of
+# several GPUs) checks the NCCL binding (the library the executor loads, and whether nccl4py
+# imports), runs the multi-GPU tests, calibrates the links (--links) and packs the figures
+# with the GPUs, host and date into $OUT/links.json (tests/gpu/multi/ keeps one per machine),
+# then runs the single-GPU tests for at most MULTI_TESTS_SECONDS (default 120). The fidelity stage (benchmarks/fidelity/README.md) calibrates, then measures
 # FID_COUNT (default 160) generated random pipelines with --repeat 5 in one process, and packs
 # the preset, the raw calibration, the host's description and the runs into $OUT/fidelity.tgz.
 # The GPU machine's own numpy breaks numba-cuda's compiler and it has no package index, so the
@@ -17,6 +21,7 @@ python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upg
     --target /tmp/site .whl/*.whl || exit 1
 export PYTHONPATH=/tmp/site:app
 export PYTHONUNBUFFERED=1
+export NCCL_NVLS_ENABLE=0  # NVLink multicast must stay off on shared multi-GPU hosts
 PY=python3
 SW="$PY -m swimlanes"
 has() { [[ ",$STAGES," == *",$1,"* ]]; }
@@ -27,6 +32,36 @@ log "device"
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm,clocks.max.sm --format=csv
 $PY -c "import numba, numba.cuda, numpy, cuda.bindings; print(numba.__version__, numba.cuda.__file__, numpy.__version__, cuda.bindings.__version__)"
 
+if has multi; then
+    log "multi: GPUs and links"
+    nvidia-smi topo -m 2>&1 | head -12
+    $PY -c "import torch; print('torch sees', torch.cuda.device_count(), 'GPUs; torch NCCL', torch.cuda.nccl.version())"
+    $PY -c "from swimlanes.gpu.nccl import load_nccl, nccl4py_status; n = load_nccl(); print('NCCL', n.version(), 'from', n.path); print(nccl4py_status())"
+    log "multi: pytest -m gpu (multi-GPU)"
+    $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_multi_gpu_measured.py -o addopts="" 2>&1 | tail -30
+    log "multi: calibrate --links"
+    $SW calibrate --links --no-cache -o "$OUT/links-preset.json" --raw "$OUT/links-raw.json"
+    echo "calibrate --links rc=$?"
+    $PY benchmarks/fidelity/host_info.py > /tmp/host.json 2>/dev/null || echo '{}' > /tmp/host.json
+    $PY - "$OUT" <<'PYEOF'
+import json, subprocess, sys
+from datetime import datetime, timezone
+out = sys.argv[1]
+raw = json.load(open(f"{out}/links-raw.json"))
+smi = subprocess.run(["nvidia-smi", "--query-gpu=index,name,driver_version,memory.total",
+                      "--format=csv,noheader"], capture_output=True, text=True).stdout
+topo = subprocess.run(["nvidia-smi", "topo", "-m"], capture_output=True, text=True).stdout
+json.dump({"machine": {"gpus": smi.strip().splitlines(), "topology": topo.splitlines(),
+                       "host": json.load(open("/tmp/host.json")),
+                       "date": datetime.now(timezone.utc).strftime("%Y-%m-%d %H:%M UTC"),
+                       "command": "swimlanes calibrate --links --no-cache"},
+           "preset": json.load(open(f"{out}/links-preset.json")), "raw": raw.get("links", raw)},
+          open(f"{out}/links.json", "w"), indent=1)
+PYEOF
+    log "multi: pytest -m gpu (single-GPU, at most ${MULTI_TESTS_SECONDS:-120} s)"
+    timeout "${MULTI_TESTS_SECONDS:-120}" $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu \
+        --ignore=tests/gpu/test_multi_gpu_measured.py -o addopts="" -x 2>&1 | tail -30
+fi
 if has nvtx; then
     log "nvtx"
     $PY -c "from swimlanes.gpu.probes import NvtxRanges; print(NvtxRanges(True).status)"

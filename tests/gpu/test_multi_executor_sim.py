@@ -125,3 +125,15 @@ def test_a_wait_on_another_devices_event_waits_for_its_record_to_be_issued(sim: 
     # gpu0 busy 3 ms, then records; gpu1's wait must not be issued before that record.
     assert ev["issue_end"][2] >= ev["issue_end"][1] >= 3_000_000
     assert ev["link_names"] == []  # a declared communicator nobody uses moves no data
+
+
+def test_the_links_calibration_measures_every_pair_and_collective(sim: dict) -> None:
+    links = sim["links_calibration"]
+    raw = links["raw"]
+    assert sorted(raw["pairs"]) == ["gpu0->gpu1", "gpu1->gpu0"]
+    assert sorted(raw["collectives"]) == ["all_gather", "all_reduce", "reduce_scatter"]
+    assert raw["data_check_ok"] and raw["nccl"] == "simulated"
+    fields = links["fields"]
+    assert fields["gpus"] == 2 and fields["link_gbps"] > 0 and fields["nccl_bus_gbps"] > 0
+    assert set(fields["issue_cost_us"]) == {"peer_copy", *raw["collectives"]}
+    assert links["preset_gpus"] == 2

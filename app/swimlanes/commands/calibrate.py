@@ -1,17 +1,20 @@
 """``swimlanes calibrate [-o PRESET.json] [--quick] [--raw RAW.json] [--time-limit S]
-[--no-cache]``: fit a device preset.
+[--no-cache] [--links | --no-links]``: fit a device preset.
 
 Measures this machine's GPU (see swimlanes.gpu.calibrate) and writes a preset file that
 ``--device FILE`` accepts, then prints a summary. Without ``-o`` the preset goes to
 ``<device>-calibrated.json`` in the current folder. Unless ``--no-cache``, the preset is also
 cached as this host's calibration (swimlanes.gpu.preset_cache), which runs and ``compare`` use.
+With 2 GPUs or more (unless ``--no-links``) the links between them and NCCL's collectives are
+measured too (swimlanes.gpu.calibrate_links) and go into the same preset; ``--links`` measures
+only those, into this host's cached preset (or the built-in one of this GPU).
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from swimlanes.services.errors import CommandError
 
@@ -29,7 +32,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(NO_GPU_MESSAGE)
     from swimlanes.gpu.backend import make_backend
     from swimlanes.gpu.calibrate import calibrate
-    from swimlanes.gpu.calibration_summary import summary_lines
+    from swimlanes.gpu.calibration_summary import links_lines, summary_lines
     from swimlanes.gpu.host import this_host
     from swimlanes.model.io import dump_json_atomic
 
@@ -39,12 +42,19 @@ def run(args: argparse.Namespace) -> int:
     try:
         backend = make_backend()
         host = this_host(backend)
-        preset, raw = calibrate(
-            quick=args.quick,
-            progress=progress,
-            cuda_backend=backend,
-            time_limit_s=limit,
-        )
+        raw: dict[str, Any] = {}
+        args.links = getattr(args, "links", False)
+        if args.links:
+            preset = _base_preset(host)
+        else:
+            preset, raw = calibrate(
+                quick=args.quick,
+                progress=progress,
+                cuda_backend=backend,
+                time_limit_s=limit,
+            )
+        if args.links or not getattr(args, "no_links", False):
+            preset, raw = _links(preset, raw, args, progress)
     except GpuError as err:
         raise CommandError(str(err)) from None
     except ExecutionCancelled:
@@ -58,12 +68,45 @@ def run(args: argparse.Namespace) -> int:
             dump_json_atomic(raw, args.raw)
     except OSError as err:
         raise CommandError(f"cannot write the preset: {err}") from None
-    for line in summary_lines(preset, raw):
+    lines = links_lines(preset, raw) if args.links else summary_lines(preset, raw)
+    for line in lines:
         print(line)
     print(f"wrote {output}" + (f" and {args.raw}" if args.raw else ""))
     if not getattr(args, "no_cache", False):
         _cache(preset, host, args.quick)
     return 0
+
+
+def _base_preset(host: HostIdentity) -> dict:
+    """What ``--links`` adds the links to: this host's cached preset, else the built-in preset
+    of this GPU."""
+    from swimlanes.engine.presets import get_preset, load_preset
+    from swimlanes.gpu.calibrate import preset_name
+    from swimlanes.gpu.preset_cache import find_for_host
+
+    entry = find_for_host(host)
+    if entry is not None:
+        return load_preset(entry.path).to_dict()
+    return get_preset(preset_name(host.gpu)).to_dict()
+
+
+def _links(preset: dict, raw: dict, args: argparse.Namespace, progress: Any) -> tuple[dict, dict]:
+    """The preset with the links and collectives measured, where there are 2 GPUs or more
+    (or ``--links`` asked for them)."""
+    from swimlanes.gpu.backend import device_count
+    from swimlanes.gpu.calibrate_links import apply_links, calibrate_links
+
+    gpus = device_count()
+    if gpus < 2 and not args.links:
+        return preset, raw
+    print(file=sys.stderr)
+    fields, links_raw = calibrate_links(gpus=gpus, quick=args.quick, progress=progress)
+    text = (
+        f"Links and NCCL measured by `swimlanes calibrate` on {links_raw['date'][:10]} over "
+        f"{gpus} GPUs (peer copies per pair, all-reduce, reduce-scatter and all-gather 1 KB to "
+        f"1 GB; NCCL {links_raw.get('nccl')}; channels from NCCL's log)."
+    )
+    return apply_links(preset, fields, text), {**raw, "links": links_raw}
 
 
 def _cache(preset: dict, host: HostIdentity, quick: bool) -> None:

@@ -33,6 +33,25 @@ def summary_lines(preset: dict[str, Any], raw: dict[str, Any]) -> list[str]:
         f"FMA kernel        {preset['peak_tflops']:.1f} TFLOP/s",
         _residency_line(raw),
         *_skipped_lines(raw),
+        *links_lines(preset, raw),
+    ]
+
+
+def links_lines(preset: dict[str, Any], raw: dict[str, Any]) -> list[str]:
+    """The links and NCCL figures (when ``raw`` has a links calibration)."""
+    links = raw.get("links")
+    if not links:
+        return []
+    return [
+        f"GPUs              {preset['gpus']} joined by {preset.get('link') or 'unknown'} "
+        f"(NCCL {links.get('nccl')}, back end {links.get('backend')})",
+        f"peer copy         {preset['link_gbps']:.1f} GB/s per pair, "
+        f"{preset['link_latency_us']:.1f} us latency",
+        f"NCCL              {preset['nccl_bus_gbps']:.1f} GB/s bus bandwidth, "
+        f"{preset['nccl_latency_us']:.1f} us per call, {preset['nccl_channels']} channels "
+        f"({links.get('nccl_channels_source')})",
+        f"links measured in {links.get('seconds')} s; data check "
+        f"{'passed' if links.get('data_check_ok') else 'FAILED'}",
     ]
 
 

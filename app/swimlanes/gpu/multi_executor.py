@@ -48,7 +48,7 @@ from swimlanes.gpu.probes import NvtxRanges, Probe, make_probe
 from swimlanes.model.document import COLLECTIVE_OPS, EVENT_OPS, OP_KINDS, PEER_COPY, Pipeline
 from swimlanes.model.op_kinds import register_layer
 from swimlanes.model.validate import validate
-from swimlanes.timeline.timeline import Timeline
+from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 register_layer("executor", OP_KINDS)
 
@@ -142,19 +142,22 @@ class _DeviceRun(_Run):
         self._issue_all(t_s, t_e, cancel)
         return t_s, t_e
 
-    def finish(self, t_s: np.ndarray, t_e: np.ndarray) -> dict[str, np.ndarray]:
-        """After issuing: wait for the device, free the malloc slots, collect absolute times."""
+    def settle(self) -> None:
+        """After issuing: wait for the device and free the malloc slots."""
         self.backend.synchronize()
         for i in range(len(self.malloc_slots)):
             self.backend.free_slot(self.malloc_slots, i)
+
+    def collect(self, t_s: np.ndarray, t_e: np.ndarray) -> dict[str, np.ndarray]:
+        """This device's columns on the host clock (every device idle: CUPTI's records of the
+        repetition are all delivered by the first device's flush)."""
         if not len(t_s):
-            return {
-                k: np.zeros(0, dtype=np.int64) for k in ("issue_start", "issue_end", "start", "end")
-            }
+            cols = ("issue_start", "issue_end", "start", "end")
+            return {k: np.zeros(0, dtype=np.int64) for k in cols}
         rel = self._collect(t_s, t_e)
         t0 = int(t_s[0])
         for col, v in rel.items():  # back to the host clock: devices share one origin later
-            mask = v != np.iinfo(np.int64).min if col in ("start", "end") else slice(None)
+            mask = v != NO_TIME if col in ("start", "end") else slice(None)
             v[mask] += t0
         return rel
 
@@ -296,7 +299,9 @@ class _MultiRun:
         finally:
             if gc_was_on:
                 gc.enable()
-        return w.all(lambda d: runs[d].finish(*times[d]))
+        w.all(lambda d: runs[d].settle())
+        # One device after another: the first one's flush takes every device's records.
+        return [w.call(d, runs[d].collect, *times[d]) for d in range(len(runs))]
 
     def data_check(self) -> dict[str, Any]:
         """Each peer copy's and collective's output buffer, first and last element, against

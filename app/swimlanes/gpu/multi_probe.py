@@ -14,6 +14,8 @@ NCCL kernels at a collective's place in its stream's records are its span.
 
 from __future__ import annotations
 
+import contextlib
+import threading
 from typing import Any
 
 from swimlanes.gpu.backend_api import CudaBackend, Step, StreamHandle
@@ -36,6 +38,7 @@ class CuptiSession:
         self.generation = 0
         self._taken = -1
         self._records: list[Record] = []
+        self._lock = threading.Lock()
         #: CUPTI device id -> pipeline device position, learnt from each device's probes.
         self.device_of: dict[int, int] = {}
 
@@ -43,10 +46,11 @@ class CuptiSession:
         self.generation += 1
 
     def records(self, probe: CuptiProbe) -> list[Record]:
-        if self._taken != self.generation:
-            self._records = probe._flush_tagged()
-            self._taken = self.generation
-        return self._records
+        with self._lock:
+            if self._taken != self.generation:
+                self._records = probe._flush_tagged()
+                self._taken = self.generation
+            return self._records
 
 
 class DeviceCupti(CuptiProbe):
@@ -57,8 +61,9 @@ class DeviceCupti(CuptiProbe):
         self.session = session
         self.device = device
         self.kinds: dict[int, str] = {}
-        # Copies between devices come as MEMCPY2 (peer-to-peer) records.
-        self.cupti.activity_enable(self.cupti.ActivityKind.MEMCPY2)
+        # Copies between devices come as MEMCPY2 (peer-to-peer) records, where CUPTI has them.
+        with contextlib.suppress(Exception):
+            self.cupti.activity_enable(self.cupti.ActivityKind.MEMCPY2)
 
     def hooks(self, op: OpPlan, stream: StreamHandle | None) -> tuple[Step | None, Step | None]:
         self.kinds[op.index] = op.kind
@@ -97,8 +102,6 @@ class DeviceCupti(CuptiProbe):
         return out
 
     def close(self) -> None:
-        import contextlib
-
         with contextlib.suppress(Exception):
             self.cupti.activity_disable(self.cupti.ActivityKind.MEMCPY2)
         super().close()

@@ -1,0 +1,246 @@
+"""Measure the links between this machine's GPUs and NCCL's collectives, for a multi-GPU preset.
+
+Every measurement is a generated pipeline run through the multi-device executor (so the calls
+are those ``swimlanes run`` makes, timed by the same back end):
+
+* peer copies per ordered GPU pair, 4 KB .. 1 GB, each alone (the copy, then a stream sync):
+  ``link_latency_us`` from the 4 KB copies, ``link_gbps`` the median rate of copies of 256 MB
+  and more after the latency (with more than 4 GPUs, only the pairs with GPU 0 are measured);
+* all_reduce, reduce_scatter and all_gather over all GPUs, 1 KB .. 1 GB, each alone:
+  ``nccl_latency_us`` from the calls of 16 KB and less, ``nccl_bus_gbps`` the median bus
+  bandwidth (nccl-tests' busbw: bytes x factor / (time - latency), factor 2(n-1)/n for
+  all-reduce, (n-1)/n for the others) of calls of 64 MB and more;
+* ``nccl_channels``: the channel count NCCL prints when it makes a communicator (its INFO log,
+  ``NCCL_DEBUG=INFO``: "... coll channels ..."), the number of SMs each collective's kernel
+  occupies (one block per channel). Recorded, not inferred from a kernel's slowdown.
+
+The per-call host cost of a peer copy and of each collective goes into ``issue_cost_us``. The
+whole calibration stays under a minute on a 2-GPU machine (about 20 s on 2 H200s).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import tempfile
+import time
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import numpy as np
+
+from swimlanes.gpu.errors import GpuError
+from swimlanes.model.document import Communicator, Device, Op, Pipeline, Stream
+from swimlanes.timeline.timeline import NO_TIME, Timeline
+
+KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
+COPY_SIZES = [4 * KB * 4**i for i in range(10)]  # 4 KB .. 1 GB
+NCCL_SIZES = [KB * 4**i for i in range(11)]  # 1 KB .. 1 GB
+QUICK_COPY_SIZES = [4 * KB, 256 * KB, 16 * MB, 256 * MB]
+QUICK_NCCL_SIZES = [KB, 16 * KB, 1 * MB, 64 * MB, 256 * MB]
+KINDS = ("all_reduce", "reduce_scatter", "all_gather")
+#: Pairs measured: all of them up to this many GPUs, else those with GPU 0.
+ALL_PAIRS_UP_TO = 4
+
+
+def bus_factor(kind: str, n: int) -> float:
+    """nccl-tests' bus bandwidth factor: what each rank's links carry per buffer byte."""
+    if n <= 1:
+        return 1.0
+    return 2.0 * (n - 1) / n if kind == "all_reduce" else (n - 1) / n
+
+
+def _pipeline(name: str, n: int, program: list[Op], comm: bool = False) -> Pipeline:
+    names = [f"gpu{d}" for d in range(n)]
+    return Pipeline(
+        name=name,
+        devices=[Device(x) for x in names],
+        streams=[Stream(f"s{d}", "non_blocking", 0, device=x) for d, x in enumerate(names)],
+        communicators=[Communicator("all", names)] if comm else [],
+        program=program,
+    )
+
+
+def copy_program(n: int, src: int, dst: int, sizes: list[int]) -> Pipeline:
+    """Peer copies ``src`` -> ``dst`` of each size, one at a time."""
+    program: list[Op] = []
+    for size in sizes:
+        program.append(
+            Op("peer_copy", stream=f"s{src}", bytes=size, src_device=f"gpu{src}",
+               dst_device=f"gpu{dst}")
+        )  # fmt: skip
+        program.append(Op("stream_sync", stream=f"s{src}"))
+    return _pipeline(f"peer copy gpu{src}->gpu{dst}", n, program)
+
+
+def collective_program(n: int, kind: str, sizes: list[int]) -> Pipeline:
+    """One ``kind`` of each size over all GPUs, one at a time (each GPU waits for its own)."""
+    program: list[Op] = []
+    for size in sizes:
+        for d in range(n):
+            program.append(Op(kind, stream=f"s{d}", bytes=size, communicator="all"))
+        for d in range(n):
+            program.append(Op("stream_sync", stream=f"s{d}"))
+    return _pipeline(kind, n, program, comm=True)
+
+
+def _spans(tl: Timeline, kind: str) -> list[tuple[int, float, float]]:
+    """(bytes, device us, host call us) of each ``kind`` row with a measured span."""
+    out = []
+    for r in range(len(tl)):
+        if tl.op_kind(r) != kind or tl.start[r] == NO_TIME or tl.end[r] == NO_TIME:
+            continue
+        dev = (int(tl.end[r]) - int(tl.start[r])) / 1000.0
+        host = (int(tl.issue_end[r]) - int(tl.issue_start[r])) / 1000.0
+        out.append((int(tl.bytes[r]), dev, host))
+    return out
+
+
+def fit_link(rows: list[tuple[int, float, float]]) -> dict[str, float]:
+    """Latency (the smallest copies' time) and bandwidth (large copies, latency taken off)."""
+    small = [us for b, us, _ in rows if b <= 16 * KB]
+    latency = float(np.median(small)) if small else 0.0
+    rates = [b / ((us - latency) * 1e3) for b, us, _ in rows if b >= 256 * MB and us > latency]
+    if not rates:
+        rates = [b / (us * 1e3) for b, us, _ in rows if us > 0]
+    return {"link_latency_us": round(latency, 3), "link_gbps": round(float(np.median(rates)), 2)}
+
+
+def fit_nccl(per_kind: dict[str, list[tuple[int, float, float]]], n: int) -> dict[str, float]:
+    """Per-call latency and bus bandwidth of all the collectives measured together."""
+    small = [us for rows in per_kind.values() for b, us, _ in rows if b <= 16 * KB]
+    latency = float(np.median(small)) if small else 0.0
+    rows = [(kind, b, us) for kind, rs in per_kind.items() for b, us, _ in rs]
+    # Large calls (or, where none was measured, the largest): latency is a small part there.
+    floor = min(64 * MB, max((b for _, b, _ in rows), default=0))
+    bus = [
+        b * bus_factor(kind, n) / ((us - latency) * 1e3)
+        for kind, b, us in rows
+        if b >= floor and us > latency
+    ]
+    return {
+        "nccl_latency_us": round(latency, 3),
+        "nccl_bus_gbps": round(float(np.median(bus)), 2) if bus else 0.0,
+    }
+
+
+def nccl_channels_from_log(text: str) -> int:
+    """NCCL's collective channel count from its INFO log (0 when it does not say)."""
+    counts = [int(m) for m in re.findall(r"(\d+) coll channels", text)]
+    if not counts:
+        counts = [int(m) for m in re.findall(r"Channel \d+/(\d+)", text)]
+    return max(counts) if counts else 0
+
+
+def _start_nccl_log() -> str | None:
+    """Ask NCCL (before its first communicator in this process) to log its set-up to a file;
+    the file's path, or None when NCCL was already set up or the user chose its logging."""
+    if "NCCL_DEBUG" in os.environ:
+        return os.environ.get("NCCL_DEBUG_FILE")
+    path = os.path.join(tempfile.mkdtemp(prefix="swimlanes-nccl-"), "nccl.log")
+    os.environ.update(NCCL_DEBUG="INFO", NCCL_DEBUG_SUBSYS="INIT,GRAPH", NCCL_DEBUG_FILE=path)
+    return path
+
+
+def calibrate_links(
+    *,
+    gpus: int,
+    quick: bool = False,
+    repeat: int = 3,
+    progress: Callable[[float], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Measure ``gpus`` GPUs' links and collectives: (preset fields, raw measurements)."""
+    from swimlanes.gpu.executor import execute
+
+    if gpus < 1:
+        raise GpuError("no GPU to calibrate links on")
+    os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off
+    log = _start_nccl_log()
+    started = time.monotonic()
+    copy_sizes = QUICK_COPY_SIZES if quick else COPY_SIZES
+    nccl_sizes = QUICK_NCCL_SIZES if quick else NCCL_SIZES
+    pairs = [(a, b) for a in range(gpus) for b in range(gpus) if a != b]
+    if gpus > ALL_PAIRS_UP_TO:
+        pairs = [(a, b) for a, b in pairs if 0 in (a, b)]
+    steps = len(pairs) + len(KINDS)
+    done = 0
+    raw: dict[str, Any] = {"gpus": gpus, "pairs": {}, "collectives": {}}
+
+    def run(p: Pipeline) -> Timeline:
+        nonlocal done
+        tl = execute(p, repeat=repeat, warmup=1, cancel=cancel)
+        done += 1
+        if progress is not None:
+            progress(done / steps)
+        return tl
+
+    links: list[dict[str, float]] = []
+    issue: dict[str, list[float]] = {}
+    for a, b in pairs:
+        tl = run(copy_program(gpus, a, b, copy_sizes))
+        rows = _spans(tl, "peer_copy")
+        fit = fit_link(rows)
+        links.append(fit)
+        issue.setdefault("peer_copy", []).extend(h for _, _, h in rows)
+        raw["pairs"][f"gpu{a}->gpu{b}"] = {
+            **fit,
+            "link_names": tl.link_names,
+            "table": [[bb, round(us, 3), round(bb / (us * 1e3), 3)] for bb, us, _ in rows],
+        }
+        raw.setdefault("backend", tl.meta.get("backend"))
+        raw.setdefault("peer_access", {}).update(tl.meta.get("peer_access", {}))
+    per_kind: dict[str, list[tuple[int, float, float]]] = {}
+    for kind in KINDS:
+        tl = run(collective_program(gpus, kind, nccl_sizes))
+        per_kind[kind] = _spans(tl, kind)
+        issue.setdefault(kind, []).extend(h for _, _, h in per_kind[kind])
+        raw["collectives"][kind] = [
+            [b, round(us, 3), round(b * bus_factor(kind, gpus) / (us * 1e3), 3)]
+            for b, us, _ in per_kind[kind]
+        ]
+        raw["nccl"] = tl.meta.get("nccl")
+        raw["data_check_ok"] = raw.get("data_check_ok", True) and all(
+            c["ok"] for c in tl.meta.get("data_check", {}).values()
+        )
+    fields: dict[str, Any] = {"gpus": gpus}
+    if links:
+        fields["link_latency_us"] = round(
+            float(np.median([x["link_latency_us"] for x in links])), 3
+        )
+        fields["link_gbps"] = round(float(np.median([x["link_gbps"] for x in links])), 2)
+        names = " ".join(n for p in raw["pairs"].values() for n in p["link_names"])
+        # Named by NVML where it is there; a link it cannot name is taken as PCIe (said so).
+        fields["link"] = "nvlink" if "NVLink" in names else "pcie"
+        raw["link_kind_source"] = "NVML" if "NVLink" in names or "PCIe" in names else "assumed"
+    fields.update(fit_nccl(per_kind, gpus))
+    text = _read(log)
+    fields["nccl_channels"] = nccl_channels_from_log(text)
+    raw["nccl_channels_source"] = "NCCL INFO log" if fields["nccl_channels"] else "not found"
+    fields["issue_cost_us"] = {k: round(float(np.median(v)), 3) for k, v in issue.items() if v}
+    raw.update(
+        fields=fields,
+        date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
+        seconds=round(time.monotonic() - started, 1),
+        quick=quick,
+    )
+    return fields, raw
+
+
+def _read(path: str | None) -> str:
+    if not path or not os.path.exists(path):
+        return ""
+    with open(path, encoding="utf-8", errors="replace") as f:
+        return f.read()
+
+
+def apply_links(preset: dict[str, Any], fields: dict[str, Any], description: str) -> dict:
+    """``preset`` (a preset dict) with the measured link and NCCL figures put in."""
+    from swimlanes.engine.presets import DevicePreset
+
+    out = dict(preset)
+    costs = {**out.get("issue_cost_us", {}), **fields.get("issue_cost_us", {})}
+    out.update({k: v for k, v in fields.items() if k != "issue_cost_us"}, issue_cost_us=costs)
+    out["description"] = (out.get("description", "") + " " + description).strip()
+    return DevicePreset.from_dict(out).to_dict()  # validates every figure

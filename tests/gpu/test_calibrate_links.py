@@ -1,0 +1,75 @@
+"""The links calibration's programs and fits (no GPU needed)."""
+
+from __future__ import annotations
+
+import pytest
+
+from swimlanes.gpu.calibrate_links import (
+    apply_links,
+    bus_factor,
+    collective_program,
+    copy_program,
+    fit_link,
+    fit_nccl,
+    nccl_channels_from_log,
+)
+from swimlanes.model.validate import validate
+
+KB, MB = 1 << 10, 1 << 20
+
+
+def test_the_programs_are_valid_pipelines_on_the_right_devices() -> None:
+    copies = copy_program(2, 1, 0, [4 * KB, 256 * MB])
+    assert validate(copies) == []
+    assert [op.op for op in copies.program] == ["peer_copy", "stream_sync"] * 2
+    assert copies.op_device(copies.program[0]) == "gpu1"
+    collective = collective_program(4, "all_gather", [KB])
+    assert validate(collective) == []
+    assert [collective.op_device(op) for op in collective.program[:4]] == [
+        "gpu0", "gpu1", "gpu2", "gpu3",
+    ]  # fmt: skip
+
+
+def test_bus_factor_is_nccl_tests() -> None:
+    assert bus_factor("all_reduce", 2) == 1.0
+    assert bus_factor("all_reduce", 8) == pytest.approx(1.75)
+    assert bus_factor("all_gather", 8) == pytest.approx(0.875)
+    assert bus_factor("all_reduce", 1) == 1.0
+
+
+def test_fit_link_takes_latency_off_the_large_copies() -> None:
+    # 3 us latency, 300 GB/s: t = 3 + bytes / 300e3 us.
+    rows = [(b, 3.0 + b / 300e3, 5.0) for b in (4 * KB, 256 * MB, 1 << 30)]
+    rows[0] = (4 * KB, 3.0, 5.0)
+    fit = fit_link(rows)
+    assert fit["link_latency_us"] == 3.0 and fit["link_gbps"] == pytest.approx(300, rel=1e-3)
+
+
+def test_fit_nccl_gives_bus_bandwidth_per_kind() -> None:
+    n, lat, bus = 2, 20.0, 150.0
+    per_kind = {
+        k: [(b, lat + b * bus_factor(k, n) / (bus * 1e3), 3.0) for b in (KB, 16 * KB, 256 * MB)]
+        for k in ("all_reduce", "all_gather")
+    }
+    fit = fit_nccl(per_kind, n)
+    assert fit["nccl_latency_us"] == pytest.approx(lat, abs=0.2)
+    assert fit["nccl_bus_gbps"] == pytest.approx(bus, rel=0.01)
+
+
+def test_channels_come_from_nccls_log() -> None:
+    log = "h:1:1 [0] NCCL INFO 24 coll channels, 24 collnet channels, 0 nvls channels, 32 p2p"
+    assert nccl_channels_from_log(log) == 24
+    assert nccl_channels_from_log("NCCL INFO Channel 00/16 : 0 1\nChannel 15/16 : 0 1") == 16
+    assert nccl_channels_from_log("nothing here") == 0
+
+
+def test_apply_links_puts_the_figures_in_a_valid_preset() -> None:
+    from swimlanes.engine.presets import get_preset
+
+    fields = {"gpus": 2, "link": "nvlink", "link_gbps": 380.0, "link_latency_us": 3.1,
+              "nccl_bus_gbps": 300.0, "nccl_latency_us": 18.0, "nccl_channels": 24,
+              "issue_cost_us": {"peer_copy": 4.0}}  # fmt: skip
+    out = apply_links(get_preset("h200").to_dict(), fields, "Links measured.")
+    assert out["gpus"] == 2 and out["link_gbps"] == 380.0 and out["nccl_channels"] == 24
+    assert out["issue_cost_us"]["peer_copy"] == 4.0 and "kernel" in out["issue_cost_us"]
+    assert out["description"].endswith("Links measured.")
