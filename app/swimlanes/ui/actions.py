@@ -46,6 +46,7 @@ class Actions:
     copy: QAction
     paste: QAction
     select_all: QAction
+    devices: QAction
     simulate: QAction
     play: QAction
     fit_all: QAction
@@ -185,6 +186,12 @@ def create_actions(window: QMainWindow, undo_stack: QUndoStack) -> Actions:
         copy=a(window, "&Copy", "Copy the selected ops", shortcut=Key.Copy),
         paste=a(window, "&Paste", "Paste ops after the selection", shortcut=Key.Paste),
         select_all=a(window, "Select &All", "Select every op", shortcut=Key.SelectAll),
+        devices=a(
+            window,
+            "&Devices and communicators...",
+            "Add, rename or remove the pipeline's GPUs and define the communicators its "
+            "collectives run across",
+        ),
         simulate=a(
             window,
             "&Simulate now",
@@ -266,6 +273,9 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
     edit.addActions([a.copy, a.paste, a.duplicate, a.delete])
     edit.addSeparator()
     edit.addAction(a.select_all)
+
+    pipeline = bar.addMenu("&Pipeline")
+    pipeline.addAction(a.devices)
 
     view = bar.addMenu("&View")
     view.addActions([a.fit_all, a.overlay, a.kernel_colours])

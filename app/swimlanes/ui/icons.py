@@ -11,6 +11,7 @@ from functools import cache
 from PySide6.QtCore import QPointF, QRectF, Qt
 from PySide6.QtGui import QColor, QIcon, QPainter, QPainterPath, QPen, QPixmap, QPolygonF
 
+from swimlanes.model.document import COLLECTIVE_OPS, PEER_COPY
 from swimlanes.resources import icons_dir
 from swimlanes.ui.style import op_colour, text_colour_on
 
@@ -73,6 +74,29 @@ def _glyph(p: QPainter, kind: str, s: float) -> None:
             _text(p, QRectF(0, 0, s, s), "f", 0.45)
     elif kind in ("malloc", "free"):
         _text(p, QRectF(0, 0, s, s), "+" if kind == "malloc" else "\u2212", 0.7)
+    elif kind == PEER_COPY:
+        _peer_copy_glyph(p, s)
+    elif kind in COLLECTIVE_OPS:
+        _collective_glyph(p, s)
+
+
+def _peer_copy_glyph(p: QPainter, s: float) -> None:
+    """Two devices side by side and an arrow from one to the other."""
+    w, h, edge = 0.14 * s, 0.36 * s, 0.12 * s
+    p.drawRect(QRectF(edge, s / 2 - h / 2, w, h))
+    p.drawRect(QRectF(s - edge - w, s / 2 - h / 2, w, h))
+    _arrow(p, edge + w + 0.06 * s, s / 2, s - edge - w - 0.08 * s, s / 2, s * 0.8)
+
+
+def _collective_glyph(p: QPainter, s: float) -> None:
+    """A ring through three devices: NCCL's ring."""
+    mid, r = s / 2, 0.27 * s
+    ink = p.pen().color()
+    p.setBrush(Qt.BrushStyle.NoBrush)
+    p.drawEllipse(QPointF(mid, mid), r, r)
+    p.setBrush(ink)
+    for dx, dy in ((0.0, -1.0), (0.866, 0.5), (-0.866, 0.5)):
+        p.drawEllipse(QPointF(mid + dx * r, mid + dy * r), 0.09 * s, 0.09 * s)
 
 
 def op_pixmap(kind: str, size: int, ratio: float = 1.0) -> QPixmap:

@@ -39,6 +39,7 @@ from swimlanes.ui.code_view import CodeDock, CodeView
 from swimlanes.ui.comparison_table import ComparisonTable
 from swimlanes.ui.critical_path_panel import CriticalPathPanel
 from swimlanes.ui.device_controls import DeviceControls
+from swimlanes.ui.device_dialog import DevicesDialog
 from swimlanes.ui.dialogs import FileHandling
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor import HostProgramPanel, Inspector, LaneEditor, OpPalette
@@ -90,6 +91,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.measured: Timeline | None = None
         self.measured_pipeline: Any = None
         self.comparison: Any = None
+        self.devices_dialog: DevicesDialog | None = None
         self._insights_stale = True
         self._play_timer = QTimer(self)
         self._play_timer.setInterval(33)
@@ -246,6 +248,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
             lambda: c.set_selection([op.uid for op in c.pipeline.program])
         )
         self.undo_keys = DocumentUndoKeys(self, [a.undo, a.redo])
+        a.devices.triggered.connect(self.show_devices_dialog)
         a.simulate.triggered.connect(self.sim_runner.simulate_now)
         a.play.toggled.connect(self.set_playing)
         # Ctrl+0 and the zoom, history and search actions of the charts, after it in View
@@ -317,6 +320,15 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         """Simulate on the preset of the host a measurement came from, so the two compare
         (DeviceControls.use_measured_host_preset)."""
         self.use_measured_host_preset(measured)
+
+    def show_devices_dialog(self) -> DevicesDialog:
+        """Pipeline > Devices and communicators (one dialog, not modal: edits show live)."""
+        if self.devices_dialog is None:
+            self.devices_dialog = DevicesDialog(self.controller, self)
+        self.devices_dialog.refresh()
+        self.devices_dialog.show()
+        self.devices_dialog.raise_()
+        return self.devices_dialog
 
     # -- selection ----------------------------------------------------------------------------
     def _on_selection_changed(self) -> None:

@@ -9,7 +9,14 @@ from __future__ import annotations
 
 import re
 
-from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline
+from swimlanes.model.document import (
+    COLLECTIVE_OPS,
+    DEFAULT_DEVICE,
+    DEFAULT_STREAM,
+    PEER_COPY,
+    Op,
+    Pipeline,
+)
 from swimlanes.ui.editor.common import format_us
 from swimlanes.units import format_bytes
 
@@ -72,11 +79,39 @@ def _copy_line(op: Op, buf: str) -> str:
     return line + (f"  // {', '.join(notes)}" if notes else "")
 
 
-def code_line(op: Op, buf: str = "a") -> str:
-    """One op as the CUDA call it stands for; ``buf`` names the buffer it touches."""
+def _peer_copy_line(op: Op, buf: str, pipeline: Pipeline | None) -> str:
+    home = pipeline.stream_device(op.stream_name) if pipeline is not None else DEFAULT_DEVICE
+    src, dst = op.src_device or home, op.dst_device or home
+    size = format_bytes(op.bytes or 0)
+    return f"cudaMemcpyPeerAsync(d_{buf}_{dst}, {dst}, d_{buf}, {src}, {size}, {_stream(op)})"
+
+
+def _collective_line(op: Op, buf: str) -> str:
+    """An NCCL call: ncclAllReduce(sendbuf, recvbuf, count, op, comm, stream), bytes for the
+    count (the editor knows sizes, not element types)."""
+    size = format_bytes(op.bytes or 0)
+    comm = op.communicator or "comm"
+    stream = _stream(op)
+    if op.op == "all_reduce":
+        return f"ncclAllReduce(d_{buf}, d_{buf}, {size}, ncclSum, {comm}, {stream})"
+    if op.op == "reduce_scatter":
+        return f"ncclReduceScatter(d_{buf}, d_{buf}_part, {size}, ncclSum, {comm}, {stream})"
+    if op.op == "all_gather":
+        return f"ncclAllGather(d_{buf}_part, d_{buf}, {size}, {comm}, {stream})"
+    root = f"root={op.root}" if op.root else "root=0"
+    return f"ncclBroadcast(d_{buf}, d_{buf}, {size}, {root}, {comm}, {stream})"
+
+
+def code_line(op: Op, buf: str = "a", pipeline: Pipeline | None = None) -> str:
+    """One op as the CUDA call it stands for; ``buf`` names the buffer it touches (the
+    ``pipeline`` gives a peer copy's default devices: its stream's)."""
     kind = op.op
     if kind in _DIRECTION:
         return _copy_line(op, buf)
+    if kind == PEER_COPY:
+        return _peer_copy_line(op, buf, pipeline)
+    if kind in COLLECTIVE_OPS:
+        return _collective_line(op, buf)
     if kind == "memset":
         size = format_bytes(op.bytes or 0)
         if op.effective_async:
@@ -110,8 +145,12 @@ def program_lines(pipeline: Pipeline) -> list[str]:
 
     Each H2D, D2D, memset or malloc names a new buffer; a D2H reads the buffer its stream
     loaded last, so a chunk's H2D and D2H name the same buffer; a free frees the last malloc.
+    A collective names its buffer after its label (the devices' ops of one all-reduce share
+    it). In a pipeline of several devices each line starts with the host thread (named by its
+    device) that issues the call.
     """
     lines = []
+    threads = pipeline.is_multi_device
     count = 0
     last_on_stream: dict[str | None, str] = {}
     last_malloc = "a"
@@ -126,7 +165,10 @@ def program_lines(pipeline: Pipeline) -> list[str]:
                 last_malloc = buf
         elif op.op == "free":
             buf = last_malloc
+        elif op.op in COLLECTIVE_OPS and op.label and _IDENT.match(op.label):
+            buf = op.label
         else:
             buf = last_on_stream.get(op.stream_name, "a")
-        lines.append(code_line(op, buf))
+        line = code_line(op, buf, pipeline)
+        lines.append(f"[{pipeline.op_device(op)}] {line}" if threads else line)
     return lines

@@ -25,11 +25,8 @@ from PySide6.QtWidgets import (
 )
 
 from swimlanes.model.document import (
-    COPY_OPS,
     CUDA_CALLS,
     DEFAULT_STREAM,
-    EVENT_OPS,
-    HOST_COPY_OPS,
     HOST_MEMORY_KINDS,
     MAX_BLOCKS,
     MAX_BYTES,
@@ -39,7 +36,6 @@ from swimlanes.model.document import (
     MAX_PRIORITY,
     MAX_THREADS_PER_BLOCK,
     MIN_PRIORITY,
-    STREAM_OPS,
     Op,
     Stream,
 )
@@ -52,6 +48,8 @@ from swimlanes.model.edits import (
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.common import PALETTE_KINDS
 from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
+from swimlanes.ui.editor.inspector_devices import DeviceFields
+from swimlanes.ui.editor.inspector_fields import OPTIONAL_TIME, visible_rows
 from swimlanes.ui.icons import op_icon
 from swimlanes.ui.style import OP_TITLE
 from swimlanes.units import BYTE_UNITS, best_unit, format_bytes
@@ -79,7 +77,7 @@ _STREAM_KIND_TITLES = {
 }
 
 
-class Inspector(QWidget):
+class Inspector(DeviceFields, QWidget):
     """Edit the selected op's fields, or the selected stream's kind and priority."""
 
     def __init__(self, controller: DocumentController, parent: QWidget | None = None):
@@ -157,6 +155,7 @@ class Inspector(QWidget):
             ("bytes", "Size", Field(self.size, self.unit)),
             ("host_memory", "Host memory", Field(self.host_memory)),
             ("is_async", "Mode", Field(self.is_async)),
+            *self._build_device_rows(),
         ]
         for key, title, fld in rows:
             self.fields[key] = fld
@@ -202,6 +201,8 @@ class Inspector(QWidget):
         form.addRow("Name", self.stream_fields["name"])
         form.addRow("Kind", self.stream_fields["kind"])
         form.addRow("Priority", self.stream_fields["priority"])
+        self.stream_form = form
+        self._build_stream_device_row(form)
         self.stream_name.editingFinished.connect(self._commit_stream_name)
         self.stream_kind.activated.connect(lambda _i: self._commit_stream_kind())
         self._on_commit(self.priority, self._commit_priority)
@@ -277,11 +278,12 @@ class Inspector(QWidget):
         time_value = op.block_us if mode == "block_us" else op.duration_us
         self._set_text(self.time, "" if time_value is None else f"{time_value:g}")
         self._set_text(self.flops, "" if op.flops is None else f"{op.flops:g}")
-        self._show_rows(kind, mode)
+        self._show_device_fields(op, pipeline)
+        self._show_rows(kind, mode, pipeline.is_multi_device)
 
-    def _show_rows(self, kind: str, mode: str) -> None:
+    def _show_rows(self, kind: str, mode: str, multi_device: bool = False) -> None:
         """Show the rows that the op kind (and a kernel's timing mode) uses, titled for it."""
-        is_data = kind in COPY_OPS or kind == "memset"
+        optional = kind in OPTIONAL_TIME
         kernel = kind == "kernel"
         time_title = {
             "kernel": "Block time (us)" if mode == "block_us" else "Duration (us)",
@@ -293,22 +295,11 @@ class Inspector(QWidget):
             "Bytes moved" if kernel else "Size"
         )
         self.time.setPlaceholderText(
-            "empty: from the device's bandwidth" if is_data else "microseconds"
+            "empty: from the device's bandwidth" if optional else "microseconds"
         )
-        visible = {
-            "stream": kind in STREAM_OPS,
-            "event": kind in EVENT_OPS,
-            "blocks": kernel,
-            "threads": kernel,
-            "timing": kernel,
-            "time": is_data or kind in ("host", "host_func") or (kernel and mode != "roofline"),
-            "flops": kernel and mode == "roofline",
-            "bytes": is_data or kind == "malloc" or (kernel and mode == "roofline"),
-            "host_memory": kind in HOST_COPY_OPS,
-            "is_async": is_data,
-        }
+        visible = visible_rows(kind, mode, multi_device)
         for key, fld in self.fields.items():
-            self.op_form.setRowVisible(fld, visible.get(key, True))
+            self.op_form.setRowVisible(fld, key in ("op", "label") or key in visible)
 
     def _show_stream(self, stream: Stream) -> None:
         self.pages.setCurrentIndex(2)
@@ -320,6 +311,7 @@ class Inspector(QWidget):
         fixed = stream.name == DEFAULT_STREAM
         for w in (self.stream_name, self.stream_kind, self.priority):
             w.setEnabled(not fixed)
+        self._show_stream_device(stream, self.controller.pipeline)
 
     # -- committing -----------------------------------------------------------------------
     def _on_commit(self, editor: QLineEdit, commit: Callable[[], None]) -> None:
@@ -453,7 +445,7 @@ class Inspector(QWidget):
         op = self.current_op()
         if self._loading or op is None:
             return
-        optional = op.op in COPY_OPS or op.op == "memset"
+        optional = op.op in OPTIONAL_TIME
         if optional and not self.time.text().strip():
             self._set("time", {"duration_us": None})
             return

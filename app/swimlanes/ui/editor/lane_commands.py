@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QMimeData, Qt
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
 
-from swimlanes.model.edits import EditError, InsertOps, MoveOps, RemoveOps, new_op
+from swimlanes.model.edits import EditError, InsertOps, MoveOps, RemoveOps, new_ops, takes_stream
 from swimlanes.ui.editor import lane_items as li
 from swimlanes.ui.editor.common import OPS_MIME, ops_from_json, ops_to_json
 
@@ -24,16 +24,22 @@ class LaneCommands:
     controller: DocumentController
     _lanes: list[str]
 
-    def insert_new_op(self, kind: str, index: int, stream: str) -> bool:
-        """Insert a new ``kind`` op with default fields at program ``index`` on ``stream``."""
+    def insert_new_op(self, kind: str, index: int, stream: str, device: str | None = None) -> bool:
+        """Insert a new ``kind`` op with default fields at program ``index`` on ``stream``;
+        a host-only op dropped on ``device``'s host thread is issued by that thread, and a
+        collective is inserted once per member device of its communicator."""
+        pipeline = self.controller.pipeline
         try:
-            op = new_op(kind, self.controller.pipeline, stream, index)
+            ops = new_ops(kind, pipeline, stream, index)
         except EditError as err:
             self.controller.error.emit(str(err))
             return False
-        if not self.controller.push(InsertOps(index, [op])):
+        if device is not None and not takes_stream(kind):
+            # the first device's host ops name none, as files written by hand do
+            ops[0].device = None if device == pipeline.device_names[0] else device
+        if not self.controller.push(InsertOps(index, ops)):
             return False
-        self.controller.set_selection([op.uid])
+        self.controller.set_selection([op.uid for op in ops])
         return True
 
     def insert_json(self, text: str, index: int, stream: str) -> bool:
@@ -97,8 +103,13 @@ class LaneCommands:
                 c.push(MoveOps(uids, target))
             return True
         lane = self.lane_of(c.pipeline.program[indexes[0]])
+        if not li.is_stream_lane(lane) or lane not in self._lanes:
+            return True
+        # the next stream lane up or down, past host threads and device headers
         row = self._lanes.index(lane) + step
-        if lane != li.HOST_LANE and 1 <= row < len(self._lanes):
+        while 0 <= row < len(self._lanes) and not li.is_stream_lane(self._lanes[row]):
+            row += step
+        if 0 <= row < len(self._lanes):
             c.push(MoveOps(uids, indexes[0], self._lanes[row]))
         return True
 

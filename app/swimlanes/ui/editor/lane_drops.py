@@ -31,7 +31,7 @@ class PaletteDrops:
     def _drop_target(self, pos: QPoint) -> tuple[int, str]:
         """Program index and lane key of a drop at ``pos``; BELOW_LANES below the last lane."""
         scene_pos = self.mapToScene(pos)
-        below = scene_pos.y() >= li.TOP + len(self.lanes()) * li.LANE_H
+        below = scene_pos.y() >= self.lanes_bottom()
         lane = BELOW_LANES if below else self.lane_at(scene_pos.y())
         return self.insertion_at(scene_pos.x()), lane
 
@@ -40,7 +40,9 @@ class PaletteDrops:
         to another lane than the one under the pointer."""
         if lane == BELOW_LANES:
             return "below the last lane there is no stream: drop on a stream's lane"
-        if lane != li.HOST_LANE:
+        if li.is_device_lane(lane):
+            return "a device's header holds no ops: drop on its host thread or a stream's lane"
+        if not li.is_host_lane(lane):
             return ""
         if mime.hasFormat(OP_MIME):
             kind = bytes(mime.data(OP_MIME).data()).decode("ascii", "replace")
@@ -84,7 +86,7 @@ class PaletteDrops:
             return
         x = self.column_x(index)
         y = self.lane_y(lane)
-        self._indicator.setLine(x, y + 2, x, y + li.LANE_H - 2)
+        self._indicator.setLine(x, y + 2, x, y + self.lane_height(lane) - 2)
         self._indicator.show()
 
     def drop_indicator(self) -> QGraphicsLineItem | None:
@@ -146,10 +148,10 @@ class PaletteDrops:
             event.ignore()
             return
         # the host row: host calls (which ignore the stream), or copied ops that keep theirs
-        stream = lane or DEFAULT_STREAM
+        stream = lane if li.is_stream_lane(lane) else DEFAULT_STREAM
         if mime.hasFormat(OP_MIME):
             kind = bytes(mime.data(OP_MIME).data()).decode("ascii", "replace")
-            ok = self.insert_new_op(kind, index, stream)
+            ok = self.insert_new_op(kind, index, stream, li.lane_device(lane))
         else:
             ok = self.insert_json(bytes(mime.data(OPS_MIME).data()).decode(), index, stream)
         if ok:

@@ -27,16 +27,24 @@ from PySide6.QtWidgets import (
 
 from swimlanes.model.document import COPY_OPS, Op, Stream
 from swimlanes.ui.editor.common import format_us
+from swimlanes.ui.editor.lane_layout import (  # noqa: E402, F401 - the lanes' geometry
+    DEVICE_H,
+    HOST_LANE,
+    LANE_H,
+    TOP,
+    device_lane,
+    host_lane,
+    is_device_lane,
+    is_host_lane,
+    is_stream_lane,
+    lane_device,
+)
 from swimlanes.ui.style import OKABE_ITO, op_colour, text_colour_on
 from swimlanes.units import format_bytes
 
 HEADER_W = 168.0
 COL_W = 104.0
 BLOCK_GAP = 8.0
-LANE_H = 50.0
-TOP = 22.0
-#: Lane key of the host thread's lane (host ops take no stream).
-HOST_LANE = ""
 
 _KIND_TEXT = {
     "legacy_default": "legacy default",
@@ -82,8 +90,14 @@ class HeaderItem(QGraphicsRectItem):
         self.key = key
         self.stream = stream
         self.selected = selected
+        self.device = lane_device(key)
         self.setAcceptHoverEvents(True)
-        if stream is None:
+        if stream is None and self.device is not None:
+            self.setToolTip(
+                f"The host thread of {self.device}: host work and the calls that block it, "
+                "and the calls it issues on its streams"
+            )
+        elif stream is None:
             self.setToolTip("The host thread: host work and the calls that block it")
         else:
             self.setToolTip(
@@ -109,6 +123,8 @@ class HeaderItem(QGraphicsRectItem):
         name = "Host thread" if self.stream is None else self.stream.name
         if self.stream is None:
             sub = "CPU: syncs, host work"
+            if self.device is not None:
+                name = f"{self.device} host thread"
         else:
             sub = f"{_KIND_TEXT[self.stream.kind]} \u00b7 prio {self.stream.priority}"
         font = QFont(p.font())
@@ -126,6 +142,45 @@ class HeaderItem(QGraphicsRectItem):
             Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
             sub,
         )
+
+
+class DeviceHeaderItem(QGraphicsRectItem):
+    """A device's header row: a triangle, the device's name and what it holds. Clicking it
+    collapses the device's lanes (its host thread and streams) into it, or expands them."""
+
+    def __init__(self, device: str, y: float, collapsed: bool, summary: str):
+        super().__init__(0, y, HEADER_W, DEVICE_H)
+        self.device = device
+        self.key = device_lane(device)
+        self.collapsed = collapsed
+        self.summary = summary
+        self.setToolTip(
+            f"{device}: {summary}. Click to {'expand' if collapsed else 'collapse'} its lanes; "
+            "right-click for the device's commands."
+        )
+
+    def paint(self, p: QPainter, _o: QStyleOptionGraphicsItem, _w: QWidget | None = None) -> None:
+        pal = _palette()
+        r = self.rect()
+        p.fillRect(r, pal.color(QPalette.ColorRole.Mid))
+        ink = text_colour_on(pal.color(QPalette.ColorRole.Mid))
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(ink)
+        x, mid = 8.0, r.center().y()
+        if self.collapsed:  # ▸
+            tri = [QPointF(x, mid - 5), QPointF(x + 7, mid), QPointF(x, mid + 5)]
+        else:  # ▾
+            tri = [QPointF(x - 1, mid - 3), QPointF(x + 8, mid - 3), QPointF(x + 3.5, mid + 4)]
+        p.drawPolygon(QPolygonF(tri))
+        font = QFont(p.font())
+        font.setBold(True)
+        p.setFont(font)
+        p.setPen(ink)
+        text = f"{self.device}  \u00b7  {self.summary}"
+        inner = r.adjusted(x + 14, 0, -6, 0)
+        text = QFontMetricsF(font).elidedText(text, Qt.TextElideMode.ElideRight, inner.width())
+        p.drawText(inner, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
 
 
 def paint_corner(p: QPainter, r: QRectF) -> None:

@@ -22,6 +22,7 @@ from swimlanes.model.edits import (
     new_stream_name,
 )
 from swimlanes.ui.editor.common import PALETTE_KINDS
+from swimlanes.ui.editor.lane_layout import is_stream_lane, lane_device
 from swimlanes.ui.icons import op_icon
 from swimlanes.ui.style import OP_TITLE
 
@@ -56,11 +57,18 @@ class LaneMenus:
 
     # -- stream commands ------------------------------------------------------------------
     def add_stream(
-        self, name: str | None = None, kind: str = "blocking", priority: int = 0
+        self,
+        name: str | None = None,
+        kind: str = "blocking",
+        priority: int = 0,
+        device: str | None = None,
     ) -> bool:
+        """Declare a new stream (on ``device`` in a pipeline of several devices)."""
         c = self.controller
         name = name or new_stream_name(c.pipeline)
-        if not c.push(AddStream(Stream(name, kind, priority))):
+        if not c.pipeline.is_multi_device:
+            device = None  # a single-device file keeps its shape
+        if not c.push(AddStream(Stream(name, kind, priority, device=device))):
             return False
         c.set_selected_stream(name)
         return True
@@ -91,7 +99,8 @@ class LaneMenus:
     def stream_menu(self, key: str) -> QMenu:
         menu = QMenu(self.view)
         c = self.controller
-        menu.addAction("Add stream", self.add_stream)
+        device = c.pipeline.stream_device(key) if key else None
+        menu.addAction("Add stream", lambda: self.add_stream(device=device))
         if not key:
             return menu
         declared = any(s.name == key for s in c.pipeline.streams)
@@ -156,14 +165,28 @@ class LaneMenus:
         """Menu for empty lane space: add an op here, paste here, add a stream."""
         menu = QMenu(self.view)
         add = menu.addMenu("Insert op here")
-        stream = lane or self.controller.current_stream()
+        stream = lane if is_stream_lane(lane) else self.controller.current_stream()
+        device = lane_device(lane)
         for kind in PALETTE_KINDS:
             add.addAction(
                 op_icon(kind),
                 OP_TITLE[kind],
-                lambda k=kind: self.view.insert_new_op(k, index, stream),
+                lambda k=kind: self.view.insert_new_op(k, index, stream, device),
             )
-        menu.addAction("Add stream", self.add_stream)
+        if is_stream_lane(lane) and self.controller.pipeline.is_multi_device:
+            device = self.controller.pipeline.stream_device(lane)
+        menu.addAction("Add stream", lambda: self.add_stream(device=device))
+        return menu
+
+    def device_menu(self, device: str) -> QMenu:
+        """Menu of a device's header: collapse or expand its lanes, add a stream on it."""
+        menu = QMenu(self.view)
+        collapsed = device in self.view.collapsed_devices
+        menu.addAction(
+            f"{'Expand' if collapsed else 'Collapse'} {device}",
+            lambda: self.view.set_device_collapsed(device, not collapsed),
+        )
+        menu.addAction(f"Add stream on {device}", lambda: self.add_stream(device=device))
         return menu
 
 

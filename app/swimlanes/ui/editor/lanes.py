@@ -8,6 +8,7 @@ document controller; the scene is rebuilt from the document after each change.
 from __future__ import annotations
 
 import itertools
+from collections import Counter
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRectF, Qt
 from PySide6.QtGui import (
@@ -29,7 +30,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS, Op
+from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS, Op, Pipeline
 from swimlanes.model.edits import MoveOps
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor import lane_items as li
@@ -37,6 +38,7 @@ from swimlanes.ui.editor.autoscroll import EdgeScroller
 from swimlanes.ui.editor.code_lines import program_lines
 from swimlanes.ui.editor.lane_commands import LaneCommands
 from swimlanes.ui.editor.lane_drops import PaletteDrops
+from swimlanes.ui.editor.lane_layout import lane_layout
 from swimlanes.ui.editor.lane_menus import LaneMenus
 
 _gestures = itertools.count(1)
@@ -66,12 +68,16 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
             lambda: li.TOP * self.transform().m22(),
         )
         self._lanes: list[str] = []
+        self._layout = lane_layout(controller.pipeline)
+        #: Devices whose lanes are collapsed under their header (several-device pipelines).
+        self.collapsed_devices: set[str] = set()
+        self._device_headers: list[li.DeviceHeaderItem] = []
         self._blocks: dict[int, li.BlockItem] = {}
         self._headers: list[li.HeaderItem] = []  # pinned to the left edge
         self._arrows: list[QGraphicsItem] = []
         self._arrow_ends: list[tuple[QPointF, QPointF]] = []
         self._hint: QGraphicsSimpleTextItem | None = None
-        self._lane_signature: list[tuple[str, str, int]] | None = None
+        self._lane_signature: tuple | None = None
         self._syncing = False
         self._press: tuple[QPoint, int, list[int]] | None = None  # pos, grabbed uid, moving
         self._gesture: int | None = None
@@ -84,15 +90,32 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
 
     # -- geometry -------------------------------------------------------------------------
     def lanes(self) -> list[str]:
-        """Lane keys top to bottom: HOST_LANE, then every stream name."""
+        """Lane keys top to bottom: HOST_LANE, then every stream name; with several devices,
+        per device its header (``li.device_lane``), host thread (``li.host_lane``) and
+        streams."""
         return list(self._lanes)
 
     def lane_of(self, op: Op) -> str:
-        return op.stream_name if op.op in STREAM_OPS else li.HOST_LANE
+        if op.op in STREAM_OPS:
+            return op.stream_name or ""
+        pipeline = self.controller.pipeline
+        return li.host_lane(pipeline.op_device(op)) if pipeline.is_multi_device else li.HOST_LANE
 
     def lane_y(self, key: str) -> float:
         """Scene y of the top of a lane."""
-        return li.TOP + self._lanes.index(key) * li.LANE_H
+        return self._layout.y(key)
+
+    def lane_height(self, key: str) -> float:
+        return self._layout.height(key)
+
+    def set_device_collapsed(self, device: str, on: bool) -> None:
+        """Show a device's lanes (host thread and streams) or only its header."""
+        if (device in self.collapsed_devices) != on:
+            self.collapsed_devices ^= {device}
+            self.rebuild()
+
+    def device_header(self, device: str) -> li.DeviceHeaderItem:
+        return next(h for h in self._device_headers if h.device == device)
 
     def height_for_lanes(self, count: int) -> int:
         """Widget height that shows the ruler and ``count`` whole lanes (layout defaults)."""
@@ -109,8 +132,11 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
         return li.HEADER_W + index * li.COL_W
 
     def lane_at(self, scene_y: float) -> str:
-        row = int((scene_y - li.TOP) // li.LANE_H)
-        return self._lanes[max(0, min(row, len(self._lanes) - 1))]
+        return self._layout.at(scene_y)
+
+    def lanes_bottom(self) -> float:
+        """Scene y of the bottom of the last lane."""
+        return self._layout.bottom
 
     def insertion_at(self, scene_x: float) -> int:
         """Program index a drop at ``scene_x`` inserts at (between the nearest columns)."""
@@ -138,6 +164,10 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
     def header(self, key: str) -> li.HeaderItem:
         return next(h for h in self._headers if h.key == key)
 
+    def block_visible(self, uid: int) -> bool:
+        """Whether an op's block shows (not under a collapsed device's header)."""
+        return self._blocks[uid].isVisible()
+
     # -- building -------------------------------------------------------------------------
     def rebuild(self) -> None:
         """Bring the scene up to date with the document (after every change).
@@ -157,26 +187,41 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
 
     def _update_lanes(self) -> None:
         pipeline = self.controller.pipeline
-        streams = pipeline.all_streams
         selected = self.controller.selected_stream()
-        signature = [(s.name, s.kind, s.priority) for s in streams]
-        lanes = [li.HOST_LANE, *(s.name for s in streams)]
+        self.collapsed_devices &= set(pipeline.device_names) if pipeline.is_multi_device else set()
+        layout = lane_layout(pipeline, self.collapsed_devices)
+        summaries = _device_summaries(pipeline)
+        signature = (
+            tuple(layout.keys),
+            tuple((s.name, s.kind, s.priority) for s in layout.streams.values()),
+            tuple(summaries.items()),
+            layout.collapsed,
+        )
         n = len(pipeline.program)
         width = self.column_x(max(n + 3, 8))
-        self.scene().setSceneRect(QRectF(0, 0, width, li.TOP + len(lanes) * li.LANE_H))
+        self.scene().setSceneRect(QRectF(0, 0, width, layout.bottom))
         if signature == self._lane_signature and self._headers:
             self._set_hint(n == 0)
             return
         self._lane_signature = signature
-        self._lanes = lanes
-        for item in self._headers:
+        self._layout = layout
+        self._lanes = list(layout.keys)
+        for item in [*self._headers, *self._device_headers]:
             self.scene().removeItem(item)
         self._headers = []
-        for key, stream in zip(self._lanes, [None, *streams], strict=True):
-            header = li.HeaderItem(key, stream, self.lane_y(key), key == selected)
-            header.setZValue(10)
-            self.scene().addItem(header)
-            self._headers.append(header)
+        self._device_headers = []
+        for key, top in zip(layout.keys, layout.tops, strict=True):
+            if li.is_device_lane(key):
+                device = li.lane_device(key) or ""
+                item = li.DeviceHeaderItem(
+                    device, top, device in layout.collapsed, summaries.get(device, "")
+                )
+                self._device_headers.append(item)
+            else:
+                item = li.HeaderItem(key, layout.streams.get(key), top, key == selected)
+                self._headers.append(item)
+            item.setZValue(10)
+            self.scene().addItem(item)
         self._set_hint(n == 0)
         self._pin_headers()
 
@@ -187,24 +232,36 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
             self.scene().addItem(self._hint)
         if self._hint is not None:
             self._hint.setVisible(show)
-            self._hint.setPos(li.HEADER_W + 16, self.lane_y(self._lanes[1]) + li.LANE_H / 2 - 8)
+            # on the first stream's lane
+            lane = next((k for k in self._lanes if li.is_stream_lane(k)), self._lanes[-1])
+            self._hint.setPos(li.HEADER_W + 16, self.lane_y(lane) + li.LANE_H / 2 - 8)
 
     def _update_blocks(self) -> None:
         program = self.controller.pipeline.program
         present = {op.uid for op in program}
         for uid in [uid for uid in self._blocks if uid not in present]:
             self.scene().removeItem(self._blocks.pop(uid))
-        lane_top = {key: li.TOP + row * li.LANE_H for row, key in enumerate(self._lanes)}
+        layout = self._layout
+        lane_top = dict(zip(layout.keys, layout.tops, strict=True))
+        pipeline = self.controller.pipeline
+        multi = pipeline.is_multi_device
+        hidden_y = layout.bottom  # ops of a collapsed device: hidden, kept below the lanes
         for index, op in enumerate(program):
             x = self.column_x(index) + li.BLOCK_GAP / 2
-            y = lane_top[op.stream_name if op.op in STREAM_OPS else li.HOST_LANE]
+            if op.op in STREAM_OPS:
+                key = op.stream_name or ""
+            else:
+                key = li.host_lane(pipeline.op_device(op)) if multi else li.HOST_LANE
+            y = lane_top.get(key)
             item = self._blocks.get(op.uid)
             if item is None:
-                item = li.BlockItem(op, index, x, y)
+                item = li.BlockItem(op, index, x, hidden_y if y is None else y)
                 self.scene().addItem(item)
                 self._blocks[op.uid] = item
             else:
-                item.place(op, index, x, y)
+                item.place(op, index, x, hidden_y if y is None else y)
+            if item.isVisible() != (y is not None):
+                item.setVisible(y is not None)
 
     def _update_arrows(self) -> None:
         ends: list[tuple[QPointF, QPointF]] = []
@@ -213,6 +270,8 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
             if op.op not in ("event_record", "event_wait", "event_sync") or not op.event:
                 continue
             item = self._blocks[op.uid]
+            if not item.isVisible():
+                continue  # under a collapsed device
             if op.op == "event_record":
                 recorded[op.event] = item
             elif op.event in recorded:
@@ -240,16 +299,21 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
         painter.fillRect(rect, pal.color(QPalette.ColorRole.Window))
         selected = self.controller.selected_stream()
         width = self.sceneRect().width()
-        for row, key in enumerate(self._lanes):
-            y = li.TOP + row * li.LANE_H
-            if y > rect.bottom() or y + li.LANE_H < rect.top():
+        layout = self._layout
+        for row, (key, y, h) in enumerate(
+            zip(layout.keys, layout.tops, layout.heights, strict=True)
+        ):
+            if y > rect.bottom() or y + h < rect.top():
                 continue
-            colour = li.lane_colour(row % 2 == 1, key == selected)
-            painter.fillRect(QRectF(0, y, width, li.LANE_H), colour)
-        bottom = li.TOP + len(self._lanes) * li.LANE_H
+            if li.is_device_lane(key):  # a device's band, under its pinned header
+                colour = pal.color(QPalette.ColorRole.Mid)
+                colour.setAlpha(90)
+            else:
+                colour = li.lane_colour(row % 2 == 1, key == selected)
+            painter.fillRect(QRectF(0, y, width, h), colour)
+        bottom = layout.bottom
         painter.setPen(QPen(pal.color(QPalette.ColorRole.Midlight), 1))
-        for row in range(len(self._lanes) + 1):
-            y = li.TOP + row * li.LANE_H
+        for y in [*layout.tops, bottom]:
             painter.drawLine(QPointF(rect.left(), y), QPointF(rect.right(), y))
         first = max(0, self.column_at(rect.left()))
         last = min(len(self.controller.pipeline.program), self.column_at(rect.right()) + 1)
@@ -288,7 +352,7 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
     def _pin_headers(self) -> None:
         """Keep lane headers at the view's left edge while the lanes scroll sideways."""
         left = self.mapToScene(0, 0).x()
-        for header in self._headers:
+        for header in [*self._headers, *self._device_headers]:
             header.setX(max(0.0, left))
 
     def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802 - Qt's name
@@ -339,7 +403,7 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
 
     def _item_at(self, pos: QPoint) -> QGraphicsItem | None:
         for item in self.items(pos):
-            if isinstance(item, li.HeaderItem | li.BlockItem):
+            if isinstance(item, li.HeaderItem | li.BlockItem | li.DeviceHeaderItem):
                 return item
         return None
 
@@ -352,8 +416,12 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
             if event.button() == Qt.MouseButton.LeftButton:
                 super().mousePressEvent(event)  # rubber band on empty space
             return
+        if isinstance(item, li.DeviceHeaderItem):
+            self.set_device_collapsed(item.device, not item.collapsed)
+            return
         if isinstance(item, li.HeaderItem):
-            self.controller.set_selected_stream(item.key or None)
+            stream = item.key if li.is_stream_lane(item.key) else None
+            self.controller.set_selected_stream(stream)
             return
         selection = self.controller.selection()
         if event.modifiers() & Qt.KeyboardModifier.ControlModifier:
@@ -371,7 +439,11 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
 
     def mouseDoubleClickEvent(self, event: QMouseEvent) -> None:  # noqa: N802 - Qt's name
         item = self._item_at(event.position().toPoint())
-        if isinstance(item, li.HeaderItem) and item.key not in (li.HOST_LANE, DEFAULT_STREAM):
+        if (
+            isinstance(item, li.HeaderItem)
+            and li.is_stream_lane(item.key)
+            and item.key != DEFAULT_STREAM
+        ):
             self.menus.rename_stream(item.key)  # double-click a lane's name to rename it
             return
         super().mouseDoubleClickEvent(event)
@@ -423,7 +495,7 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
         last = len(pipeline.program) - len(ordered)
         index = max(0, min(self.column_at(scene_pos.x()) - offset, last))
         lane = self.lane_at(scene_pos.y())
-        stream = lane if lane != li.HOST_LANE else None
+        stream = lane if li.is_stream_lane(lane) else None
         first = pipeline.op_index(ordered[0])
         contiguous = pipeline.op_index(ordered[-1]) - first == len(ordered) - 1
         op = pipeline.program[pipeline.op_index(grabbed)]
@@ -448,8 +520,10 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
     def contextMenuEvent(self, event: QContextMenuEvent) -> None:  # noqa: N802 - Qt's name
         item = self._item_at(event.pos())
         scene_pos = self.mapToScene(event.pos())
-        if isinstance(item, li.HeaderItem):
-            menu = self.menus.stream_menu(item.key)
+        if isinstance(item, li.DeviceHeaderItem):
+            menu = self.menus.device_menu(item.device)
+        elif isinstance(item, li.HeaderItem):
+            menu = self.menus.stream_menu(item.key if li.is_stream_lane(item.key) else "")
         elif isinstance(item, li.BlockItem):
             if item.uid not in self.controller.selection():
                 self.controller.set_selection([item.uid])
@@ -459,3 +533,24 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
                 self.lane_at(scene_pos.y()), self.insertion_at(scene_pos.x())
             )
         menu.exec(event.globalPos())
+
+
+def _device_summaries(pipeline: Pipeline) -> dict[str, str]:
+    """What each device's header says it holds: "3 streams, 12 ops" (one pass over the
+    program: it runs after every edit)."""
+    if not pipeline.is_multi_device:
+        return {}
+    first = pipeline.device_names[0]
+    home = {s.name: pipeline.stream_device(s.name) for s in pipeline.all_streams}
+    ops = Counter(
+        home.get(op.stream_name or "", first) if op.op in STREAM_OPS else op.device or first
+        for op in pipeline.program
+    )
+    streams = Counter(home.values())
+    return {
+        d: f"{_count(streams[d], 'stream')}, {_count(ops[d], 'op')}" for d in pipeline.device_names
+    }
+
+
+def _count(n: int, what: str) -> str:
+    return f"{n} {what}{'' if n == 1 else 's'}"

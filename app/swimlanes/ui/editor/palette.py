@@ -12,11 +12,11 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swimlanes.model.edits import InsertOps, new_op
+from swimlanes.model.edits import EditError, InsertOps, new_ops
+from swimlanes.model.op_kinds import op_kind
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.common import OP_MIME, PALETTE_KINDS, op_tooltip
 from swimlanes.ui.icons import op_icon
-from swimlanes.ui.style import OP_TITLE
 
 _KIND_ROLE = Qt.ItemDataRole.UserRole
 
@@ -57,7 +57,7 @@ class OpPalette(QWidget):
         self.list.setUniformItemSizes(True)
         self.list.setSpacing(1)
         for kind in PALETTE_KINDS:
-            item = QListWidgetItem(op_icon(kind), OP_TITLE[kind])
+            item = QListWidgetItem(op_icon(kind), op_kind(kind).title)
             item.setData(_KIND_ROLE, kind)
             item.setToolTip(op_tooltip(kind))
             item.setStatusTip("Drag onto a lane, or double-click to add to the current lane")
@@ -76,13 +76,18 @@ class OpPalette(QWidget):
         return self.list.item(PALETTE_KINDS.index(kind))
 
     def append_op(self, kind: str) -> bool:
-        """Append a new ``kind`` op to the end of the program, on the current lane."""
+        """Append a new ``kind`` op to the end of the program, on the current lane (a
+        collective: one op per member device of its communicator, as NCCL needs)."""
         c = self.controller
-        op = new_op(kind, c.pipeline, c.current_stream())
-        if not c.push(InsertOps(len(c.pipeline.program), [op])):
+        try:
+            ops = new_ops(kind, c.pipeline, c.current_stream())
+        except EditError as err:
+            c.error.emit(str(err))
             return False
-        c.set_selection([op.uid])
-        self.op_added.emit(op.uid)
+        if not c.push(InsertOps(len(c.pipeline.program), ops)):
+            return False
+        c.set_selection([op.uid for op in ops])
+        self.op_added.emit(ops[0].uid)
         return True
 
     def _append(self, item: QListWidgetItem) -> None:
