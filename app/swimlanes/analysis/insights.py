@@ -14,6 +14,9 @@ rules here:
 * ``idle_engine_gap``: an engine idle for a long stretch while the others work.
 * ``model_disagrees``: with a measurement, the ops the model gets wrong and the likely cause.
 
+The rules about multi-device communication (``exposed_communication``, ``small_collectives``)
+live in ``insight_comms.py``.
+
 Where the preset is known, fixes are tried on the model (pinned memory, async copies,
 non-blocking streams, 32 connections, another issue order, syncs moved later, free kernel
 launches) and the saving is reported. Rules stay quiet below a noise floor (5 us and a few % of
@@ -27,6 +30,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from swimlanes.analysis.insight_comms import exposed_communication, small_collectives
 from swimlanes.analysis.insight_context import SEVERITIES, Insight, InsightContext
 from swimlanes.analysis.insight_rules import (
     launch_bound,
@@ -308,6 +312,8 @@ RULES: tuple[Callable[[InsightContext], list[Insight]], ...] = (
     launch_bound,
     no_overlap,
     idle_engine_gap,
+    exposed_communication,
+    small_collectives,
     model_disagrees,
 )
 
