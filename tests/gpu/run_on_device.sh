@@ -38,7 +38,8 @@ if has multi; then
     $PY -c "import torch; print('torch sees', torch.cuda.device_count(), 'GPUs; torch NCCL', torch.cuda.nccl.version())"
     $PY -c "from swimlanes.gpu.nccl import load_nccl, nccl4py_status; n = load_nccl(); print('NCCL', n.version(), 'from', n.path); print(nccl4py_status())"
     log "multi: pytest -m gpu (multi-GPU)"
-    $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_multi_gpu_measured.py -o addopts="" 2>&1 | tail -30
+    $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu/test_multi_gpu_measured.py -o addopts="" \
+        > "$OUT/multi-tests.txt" 2>&1; echo "multi-GPU tests rc=$?"; tail -25 "$OUT/multi-tests.txt"
     log "multi: calibrate --links"
     $SW calibrate --links --no-cache -o "$OUT/links-preset.json" --raw "$OUT/links-raw.json"
     echo "calibrate --links rc=$?"
@@ -60,7 +61,8 @@ json.dump({"machine": {"gpus": smi.strip().splitlines(), "topology": topo.splitl
 PYEOF
     log "multi: pytest -m gpu (single-GPU, at most ${MULTI_TESTS_SECONDS:-120} s)"
     timeout "${MULTI_TESTS_SECONDS:-120}" $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu \
-        --ignore=tests/gpu/test_multi_gpu_measured.py -o addopts="" -x 2>&1 | tail -30
+        --ignore=tests/gpu/test_multi_gpu_measured.py -o addopts="" -rfE > "$OUT/gpu-tests.txt" 2>&1
+    echo "single-GPU tests rc=$?"; grep -E "^(FAILED|ERROR)|passed|failed" "$OUT/gpu-tests.txt" | tail -15
 fi
 if has nvtx; then
     log "nvtx"

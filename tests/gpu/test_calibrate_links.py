@@ -73,3 +73,11 @@ def test_apply_links_puts_the_figures_in_a_valid_preset() -> None:
     assert out["gpus"] == 2 and out["link_gbps"] == 380.0 and out["nccl_channels"] == 24
     assert out["issue_cost_us"]["peer_copy"] == 4.0 and "kernel" in out["issue_cost_us"]
     assert out["description"].endswith("Links measured.")
+
+
+def test_a_calls_time_is_its_last_ranks_span() -> None:
+    from swimlanes.gpu.calibrate_links import per_instance
+
+    # Two ranks per call: the first arrived early and waited 170 us for the second.
+    rows = [(KB, 180.0, 20.0), (KB, 5.0, 22.0), (MB, 30.0, 21.0), (MB, 12.0, 23.0)]
+    assert per_instance(rows, 2) == [(KB, 5.0, 21.0), (MB, 12.0, 22.0)]

@@ -6,7 +6,8 @@ are those ``swimlanes run`` makes, timed by the same back end):
 * peer copies per ordered GPU pair, 4 KB .. 1 GB, each alone (the copy, then a stream sync):
   ``link_latency_us`` from the 4 KB copies, ``link_gbps`` the median rate of copies of 256 MB
   and more after the latency (with more than 4 GPUs, only the pairs with GPU 0 are measured);
-* all_reduce, reduce_scatter and all_gather over all GPUs, 1 KB .. 1 GB, each alone:
+* all_reduce, reduce_scatter and all_gather over all GPUs, 1 KB .. 1 GB, each alone, a call's
+  time being its last-arriving rank's span (the others' spans also hold their wait for it):
   ``nccl_latency_us`` from the calls of 16 KB and less, ``nccl_bus_gbps`` the median bus
   bandwidth (nccl-tests' busbw: bytes x factor / (time - latency), factor 2(n-1)/n for
   all-reduce, (n-1)/n for the others) of calls of 64 MB and more;
@@ -94,6 +95,17 @@ def _spans(tl: Timeline, kind: str) -> list[tuple[int, float, float]]:
         dev = (int(tl.end[r]) - int(tl.start[r])) / 1000.0
         host = (int(tl.issue_end[r]) - int(tl.issue_start[r])) / 1000.0
         out.append((int(tl.bytes[r]), dev, host))
+    return out
+
+
+def per_instance(rows: list[tuple[int, float, float]], n: int) -> list[tuple[int, float, float]]:
+    """One row per collective call from its ``n`` ranks' rows (consecutive in the program):
+    the shortest span, the rank that arrived last (the others' spans also hold their wait
+    for it), and the median host cost."""
+    out = []
+    for i in range(0, len(rows) - n + 1, n):
+        group = rows[i : i + n]
+        out.append((group[0][0], min(r[1] for r in group), float(np.median([r[2] for r in group]))))
     return out
 
 
@@ -194,7 +206,7 @@ def calibrate_links(
     per_kind: dict[str, list[tuple[int, float, float]]] = {}
     for kind in KINDS:
         tl = run(collective_program(gpus, kind, nccl_sizes))
-        per_kind[kind] = _spans(tl, kind)
+        per_kind[kind] = per_instance(_spans(tl, kind), gpus)
         issue.setdefault(kind, []).extend(h for _, _, h in per_kind[kind])
         raw["collectives"][kind] = [
             [b, round(us, 3), round(b * bus_factor(kind, gpus) / (us * 1e3), 3)]
@@ -215,6 +227,9 @@ def calibrate_links(
         fields["link"] = "nvlink" if "NVLink" in names else "pcie"
         raw["link_kind_source"] = "NVML" if "NVLink" in names or "PCIe" in names else "assumed"
     fields.update(fit_nccl(per_kind, gpus))
+    raw["bus_gbps_per_kind"] = {
+        k: fit_nccl({k: v}, gpus)["nccl_bus_gbps"] for k, v in per_kind.items()
+    }
     text = _read(log)
     fields["nccl_channels"] = nccl_channels_from_log(text)
     raw["nccl_channels_source"] = "NCCL INFO log" if fields["nccl_channels"] else "not found"

@@ -193,7 +193,8 @@ class _MultiRun:
     def setup(self, probe_choice: str, nvtx: NvtxRanges) -> None:
         plan, w = self.plan, self.workers
         for d, be in enumerate(self.backends):
-            self.runs.append(w.call(d, _DeviceRun, be, plan.plans[d], be.device_info().sm_count))
+            # Made on the device's own thread: the main thread has no device context.
+            self.runs.append(w.call(d, _new_run, be, plan.plans[d]))
         probes = self._probes(probe_choice)
         w.all(lambda d: self.runs[d].setup_local(probes[d]))
         self._enable_peers()
@@ -332,6 +333,10 @@ class _MultiRun:
             with contextlib.suppress(Exception):
                 self.workers.call(d, run.release)
         self.runs.clear()
+
+
+def _new_run(be: CudaBackend, plan: Any) -> _DeviceRun:
+    return _DeviceRun(be, plan, be.device_info().sm_count)
 
 
 def _context(be: CudaBackend) -> Any:
