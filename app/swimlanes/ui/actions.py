@@ -341,8 +341,15 @@ def fill_device_combo(combo: QComboBox) -> None:
     """List the device presets (item data: the name) with their key figures as tooltips, and a
     last entry that asks for a preset file (as written by ``swimlanes calibrate``)."""
     from swimlanes.engine import get_preset, preset_names
+    from swimlanes.engine.presets import multi_preset_names
 
     for name in preset_names():
+        add_device_item(combo, name, name, get_preset)
+    # the presets of several GPUs, for pipelines that name several devices
+    multi = multi_preset_names()
+    if multi:
+        combo.insertSeparator(combo.count())
+    for name in multi:
         add_device_item(combo, name, name, get_preset)
     combo.insertSeparator(combo.count())
     combo.addItem("Preset file...", CHOOSE_PRESET_FILE)

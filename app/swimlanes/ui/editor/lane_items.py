@@ -25,7 +25,7 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swimlanes.model.document import COPY_OPS, Op, Stream
+from swimlanes.model.document import COLLECTIVE_OPS, COPY_OPS, PEER_COPY, Op, Stream
 from swimlanes.ui.editor.common import format_us
 from swimlanes.ui.editor.lane_layout import (  # noqa: E402, F401 - the lanes' geometry
     DEVICE_H,
@@ -79,6 +79,11 @@ def block_detail(op: Op) -> str:
         return f"{op.blocks}x{op.threads}"
     if op.op in ("host", "host_func") and op.duration_us is not None:
         return format_us(op.duration_us)
+    if op.op == PEER_COPY:
+        size = format_bytes(op.bytes or 0)
+        return f"{size} \u2192 {op.dst_device}" if op.dst_device else size
+    if op.op in COLLECTIVE_OPS:
+        return format_bytes(op.bytes or 0)
     return ""
 
 
@@ -158,6 +163,11 @@ class DeviceHeaderItem(QGraphicsRectItem):
             f"{device}: {summary}. Click to {'expand' if collapsed else 'collapse'} its lanes; "
             "right-click for the device's commands."
         )
+
+    def set_width(self, width: float) -> None:
+        r = self.rect()
+        if r.width() != width:
+            self.setRect(QRectF(r.left(), r.top(), width, r.height()))
 
     def paint(self, p: QPainter, _o: QStyleOptionGraphicsItem, _w: QWidget | None = None) -> None:
         pal = _palette()

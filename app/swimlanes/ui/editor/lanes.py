@@ -352,11 +352,20 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
     def _pin_headers(self) -> None:
         """Keep lane headers at the view's left edge while the lanes scroll sideways."""
         left = self.mapToScene(0, 0).x()
-        for header in [*self._headers, *self._device_headers]:
+        for header in self._headers:
             header.setX(max(0.0, left))
+        # a device's header row holds no ops: its name and summary may use the whole width
+        width = self.mapToScene(self.viewport().rect()).boundingRect().width()
+        for device_header in self._device_headers:
+            device_header.setX(max(0.0, left))
+            device_header.set_width(max(li.HEADER_W, width))
 
     def scrollContentsBy(self, dx: int, dy: int) -> None:  # noqa: N802 - Qt's name
         super().scrollContentsBy(dx, dy)
+        self._pin_headers()
+
+    def resizeEvent(self, event) -> None:  # noqa: ANN001, N802 - Qt's name
+        super().resizeEvent(event)
         self._pin_headers()
 
     # -- selection ------------------------------------------------------------------------
