@@ -126,6 +126,10 @@ def simulate_band(
     too large, ValueError as :func:`simulate` does, SimulationCancelled when ``cancel()``.
     """
     preset = device if isinstance(device, DevicePreset) else get_preset(device)
+    from swimlanes.engine.multi import needs_multi_device
+
+    if needs_multi_device(pipeline):
+        raise BandRefused("prediction bands are not available for multi-device pipelines yet")
     n_ops = len(pipeline.program)
     if samples is None:
         samples = auto_samples(n_ops)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -42,6 +42,7 @@ def build_timeline(run: RunState, name: str) -> Timeline:
     issue_end = columns["issue_end"]
     enqueued = cols["run"] >= 0
     solo[~enqueued] = NO_TIME
+    deps: dict[str, Any] = dep_columns(cols["stream"], run.prev_array, run.deps)
     return Timeline(
         index=np.arange(n, dtype=np.int64),
         kind=cols["kind"].astype(np.int8),
@@ -56,7 +57,7 @@ def build_timeline(run: RunState, name: str) -> Timeline:
         labels=plan.labels,
         stream_names=list(plan.stream_names),
         engine_names=[*run.copies.names, "Compute"],
-        **dep_columns(cols["stream"], run.prev_array, run.deps),
+        **deps,
         occupancy_time=np.asarray(run.blocks.occupancy_time, dtype=np.int64),
         occupancy_sms=np.asarray(run.blocks.occupancy_sms, dtype=np.int32),
         sm_count=preset.sm_count,

@@ -81,7 +81,8 @@ from swimlanes.engine.presets import DevicePreset, get_preset
 from swimlanes.engine.queues import EV_TIMER, QueueDrain, examine_at_once
 from swimlanes.engine.result import build_timeline
 from swimlanes.engine.state import INF
-from swimlanes.model.document import Pipeline
+from swimlanes.model.document import MULTI_DEVICE_OPS, OP_KINDS, Pipeline
+from swimlanes.model.op_kinds import register_layer
 from swimlanes.timeline.timeline import Timeline
 
 EV_CALLBACK = 4  # a host function finished
@@ -89,6 +90,14 @@ _END = -1  # host behaviour code of the row past the program (see _Run.loop)
 _COPIES, _BLOCKS = 1, 2  # bits of RunState.dirty: engines with new work
 _H2D = K["h2d"]
 _UNSEEN = ()  # a kernel shape not met yet (see _Run.make_to_kernel)
+
+
+#: The kinds the fast engine runs itself (plan.py's rows, this module's engines) ...
+NATIVE_KINDS: tuple[str, ...] = tuple(k for k in OP_KINDS if k not in MULTI_DEVICE_OPS)
+#: ... and those it always hands, with the whole pipeline, to the multi-device engine
+#: (engine/multi.py): a pipeline with any of them is simulated there.
+DELEGATED_KINDS: tuple[str, ...] = MULTI_DEVICE_OPS
+register_layer("engine", (*NATIVE_KINDS, *DELEGATED_KINDS))
 
 
 class SimulationCancelled(Exception):
@@ -112,8 +121,23 @@ def simulate(
     """Simulate ``pipeline`` on ``device``; deterministic. See the module docstring.
 
     ``adjust_plan`` may change the per-op columns of the plan in place before the event loop
-    runs (engine.bands perturbs host costs and device times with it)."""
+    runs (engine.bands perturbs host costs and device times with it).
+
+    A pipeline of several devices, or with a peer copy or a collective, goes to the
+    multi-device engine (:mod:`swimlanes.engine.multi`; no ``adjust_plan`` there), which
+    refuses, with a :class:`~swimlanes.engine.multi.MultiDeviceError`, more devices than the
+    preset has GPUs."""
     preset = device if isinstance(device, DevicePreset) else get_preset(device)
+    from swimlanes.engine.multi import (  # (it builds on the reference model, which uses this)
+        MultiDeviceError,
+        needs_multi_device,
+        simulate_multi_device,
+    )
+
+    if needs_multi_device(pipeline):
+        if adjust_plan is not None:
+            raise MultiDeviceError("a multi-device pipeline has no plan to adjust")
+        return simulate_multi_device(pipeline, preset, progress=progress, cancel=cancel)
     # The simulation allocates many small tuples and no reference cycles; pausing the cyclic
     # collector keeps it from rescanning the growing heap (which made big runs superlinear).
     gc_was_enabled = gc.isenabled()

@@ -116,6 +116,25 @@ once.
     copies readied at one instant go by program order (rule 6): no other result depends on
     the order in which the simultaneous happenings of an instant are handled.
 
+11. **Several devices** (``system.py``, ``layout.py``, ``links.py``, ``collectives.py``;
+    :func:`swimlanes.engine.multi.simulate_multi_device`). A pipeline of several devices, or
+    with a peer copy or collective, is simulated per device by rules 1 to 10: each device has
+    its own copy engines, block scheduler, hardware queues, legacy default stream and
+    implicit synchronisations, and its own host thread issuing that device's ops in program
+    order; all host threads start at t = 0 (calls due at one instant: the first device's
+    first). Events are global: an event wait or sync waits for the latest record of its event
+    earlier in the program, on any device. A peer copy holds its source's D2H and its
+    destination's H2D copy engine for its span (peer copies take free engines before the
+    devices' own copies at each instant) and flows over the link source -> destination after
+    ``link_latency_us``, copies on one link sharing its ``link_gbps`` fluidly; from a device to
+    itself it is a D2D copy. Collectives form instances per communicator (the k-th call of
+    each member), which start when the last member's op leaves its queue, all members' ops
+    with one start and end: ``nccl_latency_us`` + bytes x ring factor / ``nccl_bus_gbps``,
+    holding ``nccl_channels`` SMs on each member. Ops that can never run (collectives issued
+    in different orders) are refused with a MultiDeviceError. The multi-device engine orders
+    one instant's happenings as the fast engine does (its default ``fast_engine_ties``), so
+    that devices that do not interact get the fast engine's schedule each.
+
 The known discrepancy with the fast engine (the tests mark it; see docs/simulating.md):
 
 - *Ties at the block scheduler.* The fast engine serves kernels that reach the scheduler at
@@ -134,10 +153,15 @@ from __future__ import annotations
 import numpy as np
 
 from swimlanes.engine.presets import DevicePreset, get_preset
-from swimlanes.engine.reference.program import op_table, stream_table
+from swimlanes.engine.reference.program import REFERENCE_KINDS, op_table, stream_table
 from swimlanes.engine.reference.run import Simulation
 from swimlanes.model.document import OP_KINDS, Pipeline
+from swimlanes.model.op_kinds import register_layer
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
+
+# Its per-kind tables (program.py): the single-device kinds here, the multi-device kinds in
+# system.py (peer copies, collectives).
+register_layer("reference", REFERENCE_KINDS)
 
 __all__ = ["simulate_reference", "simulate_reference_with_fast_engine_ties"]
 
@@ -160,6 +184,10 @@ def simulate_reference_with_fast_engine_ties(
 
 def _simulate(pipeline: Pipeline, device: DevicePreset | str, fast_engine_ties: bool) -> Timeline:
     preset = device if isinstance(device, DevicePreset) else get_preset(device)
+    from swimlanes.engine.multi import needs_multi_device, simulate_multi_device
+
+    if needs_multi_device(pipeline):  # rule 11
+        return simulate_multi_device(pipeline, preset, fast_engine_ties=fast_engine_ties)
     streams, queue_count = stream_table(pipeline, preset)
     ops = op_table(pipeline, preset, streams, queue_count)
     sim = Simulation(ops, streams, queue_count, preset, fast_engine_ties)

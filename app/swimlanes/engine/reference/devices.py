@@ -60,16 +60,17 @@ class Clock:
     """Events by time; events due at the same time come out in the order they were scheduled."""
 
     def __init__(self) -> None:
-        self._heap: list[tuple[int, int, Event]] = []
+        # (Events of several devices too: peer copies' and collectives', system.py's.)
+        self._heap: list[tuple[int, int, Event | object]] = []
         self._order = itertools.count()
 
-    def at(self, time: int, event: Event) -> None:
+    def at(self, time: int, event: Event | object) -> None:
         heapq.heappush(self._heap, (time, next(self._order), event))
 
     def next_time(self) -> int | None:
         return self._heap[0][0] if self._heap else None
 
-    def pop(self) -> tuple[int, Event]:
+    def pop(self) -> tuple[int, Event | object]:
         time, _, event = heapq.heappop(self._heap)
         return time, event
 

@@ -13,7 +13,13 @@ from enum import Enum
 
 from swimlanes.engine.blocks import residency, waves
 from swimlanes.engine.presets import DevicePreset
-from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline
+from swimlanes.model.document import (
+    COLLECTIVE_OPS,
+    DEFAULT_STREAM,
+    MULTI_DEVICE_OPS,
+    Op,
+    Pipeline,
+)
 
 
 class StreamClass(Enum):
@@ -30,6 +36,8 @@ class Engine(Enum):
     KERNEL = "SMs, block scheduler"
     INSTANT = "nowhere: done as it leaves"  # event_record, event_wait
     CALLBACK = "host callback thread"  # host_func
+    PEER = "a copy engine at each end and the link between"  # peer_copy (several devices)
+    COLLECTIVE = "every participant's SMs (NCCL channels) and the ring links"  # all_reduce, ...
 
 
 class HostCall(Enum):
@@ -164,7 +172,25 @@ _ENGINE = {
     "event_record": Engine.INSTANT,
     "event_wait": Engine.INSTANT,
     "host_func": Engine.CALLBACK,
+    # Several devices (engine/reference/system.py gives them their times; a peer copy from a
+    # device to itself runs as a D2D copy there).
+    "peer_copy": Engine.PEER,
+    "all_reduce": Engine.COLLECTIVE,
+    "reduce_scatter": Engine.COLLECTIVE,
+    "all_gather": Engine.COLLECTIVE,
+    "broadcast": Engine.COLLECTIVE,
 }
+#: The host-only calls and what the host does on each (see _host_and_solo).
+_HOST_CALLS = {
+    "stream_sync": HostCall.WAIT_STREAM,
+    "event_sync": HostCall.WAIT_EVENT,
+    "device_sync": HostCall.WAIT_ALL,
+    "free": HostCall.WAIT_ALL,  # cudaFree synchronises the device
+    "malloc": HostCall.BARRIER,
+    "host": HostCall.BUSY,
+}
+#: Every kind the reference simulator handles (its per-kind tables).
+REFERENCE_KINDS: tuple[str, ...] = (*_ENGINE, *_HOST_CALLS)
 
 
 def _call_key(op: Op) -> tuple:
@@ -191,15 +217,17 @@ def _queue(
         if op.op == "d2h":
             return 1 if preset.shared_copy_engine else 2
         return 0
-    if preset.copy_queue_per_stream and op.op in ("h2d", "d2h"):
+    if preset.copy_queue_per_stream and op.op in ("h2d", "d2h", "peer_copy"):
         return queue_count - len(streams) + stream  # each stream's copies: a queue of their own
     return streams[stream].queue
 
 
 def _engine_class(kind: str, preset: DevicePreset) -> int:
+    if kind == "peer_copy":  # its source's outgoing copy engine
+        return H2D_CLASS if preset.shared_copy_engine else D2H_CLASS
     if kind in ("h2d", "d2h"):
         return H2D_CLASS if kind == "h2d" or preset.shared_copy_engine else D2H_CLASS
-    if kind in ("kernel", "d2d", "memset"):
+    if kind in ("kernel", "d2d", "memset", *COLLECTIVE_OPS):
         return SMS
     return CALLBACK_CLASS if kind == "host_func" else NO_CLASS
 
@@ -239,14 +267,9 @@ def _host_and_solo(op: Op, preset: DevicePreset) -> tuple[HostCall, int, KernelS
         return HostCall.ENQUEUE, duration or 0, None
     if name == "host":
         return HostCall.BUSY, duration or 0, None
-    call = {
-        "stream_sync": HostCall.WAIT_STREAM,
-        "event_sync": HostCall.WAIT_EVENT,
-        "device_sync": HostCall.WAIT_ALL,
-        "free": HostCall.WAIT_ALL,  # cudaFree synchronises the device
-        "malloc": HostCall.BARRIER,
-    }[name]
-    return call, -1, None
+    if name in MULTI_DEVICE_OPS:  # their times need the other devices: system.py sets them
+        return HostCall.ENQUEUE, 0, None
+    return _HOST_CALLS[name], -1, None
 
 
 def _kernel(op: Op, preset: DevicePreset, duration: int | None) -> tuple[int, KernelShape]:

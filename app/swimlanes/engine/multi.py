@@ -1,0 +1,126 @@
+"""The multi-device engine: pipelines of several devices, or with peer copies or NCCL
+collectives, simulated by the reference model extended to several devices
+(``engine/reference/system.py``; its docstrings give the semantics).
+
+:func:`swimlanes.engine.simulate` sends such pipelines here (:func:`needs_multi_device`); the
+fast engine keeps every other pipeline. On devices that do not interact the result per device
+is the fast engine's schedule of that device's part of the program alone: the multi-device
+engine orders what happens at one instant as the fast engine does (see
+``simulate_reference_with_fast_engine_ties``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import replace
+
+import numpy as np
+
+from swimlanes.engine.presets import DevicePreset, get_preset
+from swimlanes.engine.reference.collectives import instances
+from swimlanes.engine.reference.layout import MultiDeviceError, layout
+from swimlanes.engine.reference.system import System
+from swimlanes.model.document import MULTI_DEVICE_OPS, OP_KINDS, Pipeline
+from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
+
+__all__ = ["MultiDeviceError", "needs_multi_device", "simulate_multi_device"]
+
+
+def needs_multi_device(pipeline: Pipeline) -> bool:
+    """Whether ``pipeline`` needs the multi-device engine: more than one device, or any op of
+    a kind that involves several devices (a peer copy, a collective)."""
+    if len(pipeline.device_names) > 1:
+        return True
+    kinds = set(MULTI_DEVICE_OPS)
+    return any(op.op in kinds for op in pipeline.program)
+
+
+def simulate_multi_device(
+    pipeline: Pipeline,
+    device: DevicePreset | str = "8x-h200-nvlink",
+    *,
+    progress: Callable[[float], None] | None = None,
+    cancel: Callable[[], bool] | None = None,
+    fast_engine_ties: bool = True,
+) -> Timeline:
+    """Simulate a multi-device ``pipeline`` on ``device`` (a preset whose ``gpus`` covers its
+    devices). Raises :class:`MultiDeviceError` (a ValueError) for what it cannot run, and
+    :class:`~swimlanes.engine.SimulationCancelled` when ``cancel`` returns True."""
+    preset = device if isinstance(device, DevicePreset) else get_preset(device)
+    facts = layout(pipeline, preset)
+    by_op = instances(pipeline, preset, facts.op_device, facts.members)
+    for i, instance in by_op.items():  # a collective's time alone is its call's
+        facts.ops[i] = replace(facts.ops[i], solo_ns=instance.duration_ns)
+    system = System(facts, preset, by_op, fast_engine_ties, progress, cancel)
+    system.run()
+    if progress is not None:
+        progress(1.0)
+    return multi_timeline(system, pipeline.name)
+
+
+def multi_timeline(system: System, name: str) -> Timeline:
+    """The timeline of a finished multi-device run (device columns and link usage set)."""
+    ops, preset, facts, n = system.ops, system.preset, system.layout, len(system.ops)
+
+    def column(values: list[int], dtype: type = np.int64) -> np.ndarray:
+        return np.asarray(values, dtype=dtype).reshape(n)
+
+    def time(value: int) -> int:
+        return NO_TIME if value < 0 else value
+
+    enqueued = [op.engine is not None for op in ops]
+    solo = [op.solo_ns if q else NO_TIME for op, q in zip(ops, enqueued, strict=True)]
+    issue_end = [time(s.issue_end) for s in system.state]
+    issue_start = [0] * n
+    gap = round(preset.host_call_gap_us * 1000.0)
+    for dev in facts.devices:  # each host thread: a call starts after its previous one ended
+        for prev, i in zip(dev.ops, dev.ops[1:], strict=False):
+            issue_start[i] = issue_end[prev] + gap
+    src, dst, kind = zip(*system.edges, strict=True) if system.edges else ((), (), ())
+    engine_names, engine_device, occ_t, occ_s, occ_d = [], [], [], [], []
+    for d, device in enumerate(system.devices):
+        names = [*device.copies.names, "Compute"]
+        engine_names += [f"{device.layout.name} {e}" for e in names]
+        engine_device += [d] * len(names)
+        occ_t += [t for t, _ in device.sms.occupancy]
+        occ_s += [s for _, s in device.sms.occupancy]
+        occ_d += [d] * len(device.sms.occupancy)
+    use = system.link_use
+    return Timeline(
+        index=np.arange(n, dtype=np.int64),
+        kind=column([OP_KINDS.index(op.kind) for op in ops], np.int8),
+        stream=column([op.stream for op in ops], np.int16),
+        engine=column([s.engine for s in system.state], np.int16),
+        issue_start=column(issue_start),
+        issue_end=column(issue_end),
+        start=column([time(s.start) for s in system.state]),
+        end=column([time(s.end) for s in system.state]),
+        solo_ns=column(solo),
+        bytes=column([op.nbytes for op in ops]),
+        labels=[op.label for op in ops],
+        stream_names=[s.name for s in system.streams],
+        engine_names=engine_names,
+        dep_src=np.asarray(src, dtype=np.int32),
+        dep_dst=np.asarray(dst, dtype=np.int32),
+        dep_kind=np.asarray([DEP_KINDS.index(k) for k in kind], dtype=np.int8),
+        occupancy_time=np.asarray(occ_t, dtype=np.int64),
+        occupancy_sms=np.asarray(occ_s, dtype=np.int32),
+        sm_count=preset.sm_count,
+        source="simulated",
+        device=preset.name,
+        name=name,
+        meta={
+            "preset": preset.name,
+            "serial_ns": sum(s for s, q in zip(solo, enqueued, strict=True) if q),
+            "connections": preset.connections or len(system.streams),
+            "devices": len(system.devices),
+        },
+        device_names=[d.layout.name for d in system.devices],
+        stream_device=np.asarray(facts.stream_device, dtype=np.int16),
+        engine_device=np.asarray(engine_device, dtype=np.int16),
+        host_device=np.asarray(facts.op_device, dtype=np.int16),
+        link_names=list(use.names),
+        link_op=np.asarray(use.ops, dtype=np.int32),
+        link_id=np.asarray(use.links, dtype=np.int16),
+        occupancy_device=np.asarray(occ_d, dtype=np.int16),
+    )
