@@ -169,3 +169,25 @@ def test_the_comparison_groups_both_charts_per_device(qtbot) -> None:
     meas.set_group_collapsed("device:gpu0", True)
     assert sim.rows() == meas.rows() and sim.rows()[0] == "group:device:gpu0"
     assert np.isin(sim.rows_model.bar_op, [4]).any()
+
+
+def _connector_pixels(path) -> int:
+    from PySide6.QtGui import QImage
+
+    from swimlanes.ui.style import CATEGORY_COLOUR
+
+    image = QImage(str(path))
+    want = QColor(CATEGORY_COLOUR["Collective"]).darker(130).rgb()
+    return sum(
+        image.pixel(x, y) == want for x in range(0, image.width(), 2) for y in range(image.height())
+    )
+
+
+def test_exported_images_join_a_collective_across_the_devices_rows(qtbot, tmp_path) -> None:
+    from swimlanes.ui.export_image import export_image
+
+    joined = export_image(tmp_path / "joined.png", two_device_timeline(), None, width=900)
+    apart = two_device_timeline()
+    apart.end[3] += 5 * US  # gpu1's part ends later: not one instance any more
+    split = export_image(tmp_path / "split.png", apart, None, width=900)
+    assert _connector_pixels(joined) > _connector_pixels(split) + 20

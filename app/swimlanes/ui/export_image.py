@@ -36,6 +36,7 @@ from swimlanes.ui.gantt.bars import (
     legend_entries,
     op_label_getter,
 )
+from swimlanes.ui.gantt.device_items import draw_connectors
 from swimlanes.ui.gantt.rows import (
     ChartRows,
     build_rows,
@@ -237,6 +238,11 @@ def _draw_chart(painter: QPainter, page: _Page, chart: _Chart) -> int:
         style = BarStyle(labels=op_label_getter(rows.timeline), font=page.small)
         drawn = draw_bars(painter, group_bars(rows), view, x_map, y_map, n, style)
         draw_occupancy(painter, rows, view, x_map, y_map, QColor(CATEGORY_COLOUR["Kernel"]))
+        connectors = rows.collectives
+        if len(connectors):  # one collective across the devices' rows, as the chart joins it
+            shown = connectors[(connectors[:, 1] >= view[0]) & (connectors[:, 0] <= view[1])]
+            colour = QColor(CATEGORY_COLOUR["Collective"]).darker(130)
+            draw_connectors(painter, shown, x_map, y_map, colour)
     painter.restore()
     painter.setPen(QPen(TEXT, 1))
     painter.setBrush(Qt.BrushStyle.NoBrush)

@@ -61,27 +61,42 @@ class CollectiveLinksItem(pg.GraphicsObject):
         if not len(shown):
             return
         t = painter.transform()
-        sx, dx, sy, dy = t.m11(), t.m31(), t.m22(), t.m32()
         painter.save()
         painter.resetTransform()
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
-        pen = QPen(self.colour, 2.0)
-        pen.setCapStyle(Qt.PenCapStyle.FlatCap)
-        painter.setPen(pen)
-        # from under the top bar to over the bottom one: the line touches both bars
-        top = (shown[:, 2] + BAR_TOP + BAR_HEIGHT) * sy + dy
-        bottom = (shown[:, 3] + BAR_TOP) * sy + dy
-        lines = []
-        for x0, x1, y0, y1 in zip(
-            (shown[:, 0] * sx + dx).tolist(),
-            (shown[:, 1] * sx + dx).tolist(),
-            top.tolist(),
-            bottom.tolist(),
-            strict=True,
-        ):
-            lines.append(QLineF(x0 + 1, y0, x0 + 1, y1))
-            if x1 - x0 >= 4:
-                lines.append(QLineF(x1 - 1, y0, x1 - 1, y1))
-        painter.drawLines(lines)
-        self.last_drawn = len(shown)
+        draw_connectors(painter, shown, (t.m11(), t.m31()), (t.m22(), t.m32()), self.colour)
         painter.restore()
+        self.last_drawn = len(shown)
+
+
+def draw_connectors(
+    painter: QPainter,
+    connectors: np.ndarray,
+    x_map: tuple[float, float],
+    y_map: tuple[float, float],
+    colour: QColor,
+) -> None:
+    """Paint collective connectors (x0, x1, top row, bottom row) in pixel coordinates: a line
+    at the start and one at the end of each, from under the top bar to over the bottom one.
+    The painter must have no transform other than pixels (the chart and exported images)."""
+    if not len(connectors):
+        return
+    sx, dx = x_map
+    sy, dy = y_map
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
+    pen = QPen(colour, 2.0)
+    pen.setCapStyle(Qt.PenCapStyle.FlatCap)
+    painter.setPen(pen)
+    top = (connectors[:, 2] + BAR_TOP + BAR_HEIGHT) * sy + dy
+    bottom = (connectors[:, 3] + BAR_TOP) * sy + dy
+    lines = []
+    for x0, x1, y0, y1 in zip(
+        (connectors[:, 0] * sx + dx).tolist(),
+        (connectors[:, 1] * sx + dx).tolist(),
+        top.tolist(),
+        bottom.tolist(),
+        strict=True,
+    ):
+        lines.append(QLineF(x0 + 1, y0, x0 + 1, y1))
+        if x1 - x0 >= 4:
+            lines.append(QLineF(x1 - 1, y0, x1 - 1, y1))
+    painter.drawLines(lines)
