@@ -5,8 +5,7 @@ Each device's thread enters its device (``with cuda.gpus[d]:``) and issues that 
 program order. Peer copies are the driver's cuMemcpyPeerAsync (cudaMemcpyPeerAsync) between the
 devices' primary contexts, with peer access enabled between the pairs they join. Collectives
 call the NCCL library through ctypes, as Swimlanes' executor does (``swimlanes.gpu.nccl``): the
-script finds ``libnccl.so`` where the nvidia-nccl wheels put it, or on the loader's path, or at
-``$SWIMLANES_NCCL_LIBRARY``. It needs numba-cuda, cuda-bindings and, for collectives, NCCL; not
+script finds ``libnccl.so`` where the nvidia-nccl wheels put it, or on the loader's path. It needs numba-cuda, cuda-bindings and, for collectives, NCCL; not
 Swimlanes. Numba's CUDA simulator cannot run it (it calls the driver and NCCL directly).
 """
 
@@ -24,8 +23,8 @@ from swimlanes.units import format_bytes
 
 _MULTI_PRELUDE = '''
 import ctypes
-import glob
-import os
+import ctypes.util
+import pathlib
 import threading
 
 
@@ -53,24 +52,27 @@ NCCL_SUM = 0
 
 
 def load_nccl():
-    names = [os.environ.get("SWIMLANES_NCCL_LIBRARY", "")]
+    # NCCL from the nvidia-nccl wheels on sys.path, else from the loader's search path.
+    names = []
     for root in sys.path:
         for sub in ("nvidia/nccl/lib", "nvidia/cu13/lib", "nvidia/cu12/lib"):
-            names += sorted(glob.glob(os.path.join(root, sub, "libnccl.so*")))
-    for name in [n for n in names if n] + ["libnccl.so.2", "libnccl.so"]:
+            names += sorted(str(p) for p in pathlib.Path(root or ".").glob(sub + "/libnccl.so*"))
+    names += [ctypes.util.find_library("nccl") or "", "libnccl.so.2", "libnccl.so"]
+    for name in [n for n in names if n]:
         try:
             lib = ctypes.CDLL(name)
         except OSError:
             continue
         vp, c_int, c_size = ctypes.c_void_p, ctypes.c_int, ctypes.c_size_t
         lib.ncclCommInitAll.argtypes = [ctypes.POINTER(vp), c_int, ctypes.POINTER(c_int)]
-        for call in ("ncclAllReduce", "ncclReduceScatter", "ncclBroadcast"):
-            getattr(lib, call).argtypes = [vp, vp, c_size, c_int, c_int, vp, vp]
+        lib.ncclAllReduce.argtypes = [vp, vp, c_size, c_int, c_int, vp, vp]
+        lib.ncclReduceScatter.argtypes = [vp, vp, c_size, c_int, c_int, vp, vp]
+        lib.ncclBroadcast.argtypes = [vp, vp, c_size, c_int, c_int, vp, vp]
         lib.ncclAllGather.argtypes = [vp, vp, c_size, c_int, vp, vp]
         lib.ncclCommDestroy.argtypes = [vp]
         lib.ncclGetErrorString.argtypes, lib.ncclGetErrorString.restype = [c_int], ctypes.c_char_p
         return lib
-    raise RuntimeError("NCCL not found: pip install nvidia-nccl-cu13, or set SWIMLANES_NCCL_LIBRARY")
+    raise RuntimeError("NCCL not found: install nvidia-nccl-cu13 (or cu12), or a system NCCL")
 
 
 nccl = None
