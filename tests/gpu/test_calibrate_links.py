@@ -81,3 +81,26 @@ def test_a_calls_time_is_its_last_ranks_span() -> None:
     # Two ranks per call: the first arrived early and waited 170 us for the second.
     rows = [(KB, 180.0, 20.0), (KB, 5.0, 22.0), (MB, 30.0, 21.0), (MB, 12.0, 23.0)]
     assert per_instance(rows, 2) == [(KB, 5.0, 21.0), (MB, 12.0, 22.0)]
+
+
+def test_the_h200x2_measurement_refits_to_its_preset() -> None:
+    """The links calibration measured on 2 H200s joined by NVLink (tests/gpu/multi): the
+    preset holds what the fits give on its own raw tables, and loads as a valid preset."""
+    import json
+    from pathlib import Path
+
+    from swimlanes.engine.presets import DevicePreset
+
+    data = json.loads((Path(__file__).parent / "multi" / "h200x2-links.json").read_text())
+    raw, preset = data["raw"], data["preset"]
+    assert data["machine"]["gpus"][0].endswith("NVIDIA H200, 580.159.04, 143771 MiB")
+    DevicePreset.from_dict(preset)
+    pairs = [fit_link([(b, us, 0.0) for b, us, _ in p["table"]]) for p in raw["pairs"].values()]
+    assert preset["link"] == "nvlink" and preset["gpus"] == 2
+    gbps = sorted(p["link_gbps"] for p in pairs)
+    assert gbps[0] <= preset["link_gbps"] <= gbps[-1]
+    per_kind = {k: [(b, us, 0.0) for b, us, _ in rows] for k, rows in raw["collectives"].items()}
+    fit = fit_nccl(per_kind, 2)
+    assert fit["nccl_bus_gbps"] == preset["nccl_bus_gbps"]
+    assert fit["nccl_latency_us"] == preset["nccl_latency_us"]
+    assert preset["nccl_channels"] == 24 and raw["data_check_ok"]
