@@ -191,3 +191,12 @@ def test_exported_images_join_a_collective_across_the_devices_rows(qtbot, tmp_pa
     apart.end[3] += 5 * US  # gpu1's part ends later: not one instance any more
     split = export_image(tmp_path / "split.png", apart, None, width=900)
     assert _connector_pixels(joined) > _connector_pixels(split) + 20
+
+
+def test_search_finds_the_ops_of_one_device() -> None:
+    from swimlanes.ui.gantt.search import match_ops
+
+    tl = two_device_timeline()
+    assert np.flatnonzero(match_ops(tl, "device:gpu1")).tolist() == [1, 3, 5]
+    assert np.flatnonzero(match_ops(tl, "device:gpu1 kind:all_reduce")).tolist() == [3]
+    assert not match_ops(small_timeline(), "device:gpu0").any()

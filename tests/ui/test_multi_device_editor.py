@@ -265,3 +265,10 @@ def test_the_devices_dialog_defines_communicators(editor, qtbot) -> None:
     assert "world" in dialog.error.text()
     c.undo_stack.undo()
     assert c.pipeline.communicator(name) is not None
+
+
+def test_the_devices_dialog_says_what_uses_each_device(editor, qtbot) -> None:
+    dialog = DevicesDialog(editor.controller)
+    qtbot.addWidget(dialog)
+    # its kernel, all-reduce and host work, and the peer copy that writes to it
+    assert dialog.devices.item(1).toolTip() == "gpu1: 1 stream, 4 ops; in world"

@@ -23,6 +23,8 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
+from swimlanes.model.device_edits import device_users
+from swimlanes.model.edit_base import plural
 from swimlanes.model.edits import (
     AddCommunicator,
     AddDevice,
@@ -136,6 +138,12 @@ class DevicesDialog(QDialog):
             p = self.controller.pipeline
             _set_items(self.devices, p.device_names)
             _set_items(self.communicators, [f"{c.name}" for c in p.communicators])
+            for i, name in enumerate(p.device_names):
+                streams, ops, comms = device_users(p, name)
+                tip = f"{name}: {plural(len(streams), 'stream')}, {plural(ops, 'op')}"
+                if comms:
+                    tip += f"; in {', '.join(comms)}"
+                self.devices.item(i).setToolTip(tip)
         finally:
             self._refreshing = False
         self._show_members()

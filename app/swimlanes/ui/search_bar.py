@@ -15,7 +15,8 @@ DEBOUNCE_MS = 150
 
 SEARCH_HELP = (
     "Find ops by the text on their bars (case-insensitive).<br>"
-    "<b>kind:</b>kernel, <b>stream:</b>s1, <b>engine:</b>h2d narrow the search "
+    "<b>kind:</b>kernel, <b>stream:</b>s1, <b>engine:</b>h2d, <b>device:</b>gpu1 narrow the "
+    "search "
     "(exact name if one matches, else names containing it); "
     "e.g. <tt>kind:kernel stream:s1 gemm</tt>.<br>"
     "Enter / F3: next match, Shift+Enter / Shift+F3: previous, Esc: close."

@@ -4,7 +4,7 @@ A query is a text with optional field terms: ``kind:kernel stream:s1 gemm`` find
 stream ``s1`` whose label contains "gemm". The text (the words that are not field terms, joined
 by single spaces) must occur in the op's label, what its bar shows (the label, or the kind's
 title when the op has none), case-insensitively: "chunk 2" finds "K chunk 2", not "H2D chunk
-0". ``kind:``/``stream:``/``engine:`` terms match a name exactly when one matches exactly,
+0". ``kind:``/``stream:``/``engine:``/``device:`` terms match a name exactly when one matches exactly,
 else every name containing the text; several terms on one field are alternatives. Quotes
 keep a field's value with spaces: ``kind:"H2D copy"``.
 
@@ -29,7 +29,7 @@ from swimlanes.timeline.timeline import NO_TIME, Timeline
 #: Above this, the distinct labels are searched in Python rather than as one numpy array.
 _MAX_LABEL_ARRAY_BYTES = 256 << 20
 #: Query prefixes that select a column instead of the label.
-FIELDS = ("kind", "stream", "engine")
+FIELDS = ("kind", "stream", "engine", "device")
 
 
 @dataclass
@@ -40,10 +40,12 @@ class SearchQuery:
     kinds: list[str] = field(default_factory=list)
     streams: list[str] = field(default_factory=list)
     engines: list[str] = field(default_factory=list)
+    #: Devices whose host threads issued the op (multi-device timelines).
+    devices: list[str] = field(default_factory=list)
 
     @property
     def is_empty(self) -> bool:
-        return not (self.words or self.kinds or self.streams or self.engines)
+        return not (self.words or self.kinds or self.streams or self.engines or self.devices)
 
     @property
     def text(self) -> str:
@@ -172,6 +174,13 @@ def match_ops(
         mask &= _column_mask(tl.stream, tl.stream_names, q.streams)
     if q.engines:
         mask &= _column_mask(tl.engine, tl.engine_names, q.engines)
+    if q.devices:
+        # an op belongs to the device whose host thread issued it (its stream's device);
+        # a single-device timeline has no device to match
+        if tl.device_names:
+            mask &= _column_mask(tl.host_device, tl.device_names, q.devices)
+        else:
+            mask &= False
     if q.words:
         index = _label_index(tl)
         hit = index.containing(q.text)[index.codes]
