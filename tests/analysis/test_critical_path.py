@@ -9,7 +9,7 @@ import pytest
 
 from swimlanes.analysis.critical_path import critical_path
 from swimlanes.engine import get_preset, simulate
-from swimlanes.engine.presets import DevicePreset
+from swimlanes.engine.presets import DevicePreset, multi_preset_names
 from swimlanes.model.document import Op, Pipeline, Stream
 from swimlanes.model.io import load_pipeline
 from swimlanes.resources import examples_dir, measurements_dir
@@ -19,10 +19,17 @@ from swimlanes.timeline.timeline import Timeline
 EXAMPLES = sorted(p.stem for p in examples_dir().glob("*.json"))
 
 
-def _preset_without_repeat_costs() -> DevicePreset:
-    """h200 with one host cost per call kind: lengthening a kernel then changes nothing on the
-    host (a call repeating the one before it is cheaper, and a new duration breaks the repeat)."""
-    fields = get_preset("h200").to_dict()
+def _preset_for(pipeline: Pipeline) -> DevicePreset:
+    """h200, or the example's own multi-GPU preset (a multi-GPU example needs its GPUs)."""
+    device = str(pipeline.extra.get("device", ""))
+    return get_preset(device if device in multi_preset_names() else "h200")
+
+
+def _preset_without_repeat_costs(base: DevicePreset | None = None) -> DevicePreset:
+    """h200 (or ``base``) with one host cost per call kind: lengthening a kernel then changes
+    nothing on the host (a call repeating the one before it is cheaper, and a new duration
+    breaks the repeat)."""
+    fields = (base or get_preset("h200")).to_dict()
     fields["repeat_issue_cost_us"] = {}
     return DevicePreset.from_dict(fields)
 
@@ -41,7 +48,8 @@ def _two_streams() -> Pipeline:
 
 @pytest.mark.parametrize("name", EXAMPLES)
 def test_the_path_spans_the_makespan_in_time_order_with_no_slack(name: str) -> None:
-    tl = simulate(load_pipeline(examples_dir() / f"{name}.json"), get_preset("h200"))
+    pipeline = load_pipeline(examples_dir() / f"{name}.json")
+    tl = simulate(pipeline, _preset_for(pipeline))
     cp = critical_path(tl)
     assert cp.steps, "a timeline with ops has a critical path"
     assert cp.steps[0].start_ns == tl.t0 and cp.steps[-1].end_ns == tl.t_end
@@ -64,11 +72,16 @@ def test_the_short_kernel_has_the_long_ones_lead_as_slack() -> None:
 
 
 # event-dependency is left out: its kernels fill the SMs, and a kernel that runs longer holds
-# its SMs longer, which slack does not see (the module says so).
-@pytest.mark.parametrize("name", [n for n in EXAMPLES if n != "event-dependency"])
+# its SMs longer, which slack does not see (the module says so). So are the DDP examples:
+# a collective starts when its last participant reaches it, and the timeline has no edge from
+# the other devices' ops to it, so one device's slack does not see the others wait.
+WITHOUT_COLLECTIVES = [n for n in EXAMPLES if not n.startswith("ddp-")]
+
+
+@pytest.mark.parametrize("name", [n for n in WITHOUT_COLLECTIVES if n != "event-dependency"])
 def test_lengthening_a_kernel_within_its_slack_leaves_the_makespan(name: str) -> None:
-    preset = _preset_without_repeat_costs()
     pipeline = load_pipeline(examples_dir() / f"{name}.json")
+    preset = _preset_without_repeat_costs(_preset_for(pipeline))
     tl = simulate(pipeline, preset)
     slack = critical_path(tl).device_slack_ns
     kernels = [

@@ -190,12 +190,18 @@ class _Graph:
         return lag, arrival == latest[dst]
 
 
+def is_compute_engine(name: str) -> bool:
+    """Whether engine ``name`` is a device's SMs: "Compute", or "gpu1 Compute" on a timeline of
+    several devices."""
+    return name == COMPUTE_ENGINE or name.endswith(" " + COMPUTE_ENGINE)
+
+
 def _engine_rows(tl: Timeline) -> list[np.ndarray]:
     """Rows of each one-at-a-time engine, in start order."""
     out = []
     on = tl.on_device
     for e, name in enumerate(tl.engine_names):
-        if name == COMPUTE_ENGINE:
+        if is_compute_engine(name):
             continue
         rows = np.flatnonzero(on & (tl.engine == e))
         out.append(rows[np.lexsort((tl.end[rows], tl.start[rows]))])
@@ -207,19 +213,22 @@ def _sm_frees(tl: Timeline) -> list[tuple[int, int]]:
 
     Only a guess at why a kernel waited for SMs (the block scheduler is not in the timeline):
     it binds only when nothing else arrived later."""
-    on = tl.on_device
-    compute = [e for e, name in enumerate(tl.engine_names) if name == COMPUTE_ENGINE]
-    rows = np.flatnonzero(on & np.isin(tl.engine, compute))
-    if len(rows) < 2:
-        return []
-    by_end = rows[np.argsort(tl.end[rows], kind="stable")]
-    ends = tl.end[by_end]
-    before = np.searchsorted(ends, tl.start[rows], side="right") - 1
-    return [
-        (int(by_end[b]), int(v))
-        for v, b in zip(rows.tolist(), before.tolist(), strict=True)
-        if b >= 0 and int(by_end[b]) != v
-    ]
+    out: list[tuple[int, int]] = []
+    for e, name in enumerate(tl.engine_names):  # each device's SMs apart
+        if not is_compute_engine(name):
+            continue
+        rows = np.flatnonzero(tl.on_device & (tl.engine == e))
+        if len(rows) < 2:
+            continue
+        by_end = rows[np.argsort(tl.end[rows], kind="stable")]
+        ends = tl.end[by_end]
+        before = np.searchsorted(ends, tl.start[rows], side="right") - 1
+        out += [
+            (int(by_end[b]), int(v))
+            for v, b in zip(rows.tolist(), before.tolist(), strict=True)
+            if b >= 0 and int(by_end[b]) != v
+        ]
+    return out
 
 
 def _sync_releases(tl: Timeline, known: set[int]) -> list[tuple[int, int]]:
