@@ -183,13 +183,13 @@ def test_the_inspector_edits_a_collectives_communicator_with_undo(editor) -> Non
     comm = insp.device_combos["communicator"]
     assert [comm.itemText(i) for i in range(comm.count())] == ["world", "pair"]
     _choose(comm, "pair")
-    # gpu1's all-reduce still calls on world: refused, saying why, and nothing changed
-    assert c.pipeline.program[2].communicator == "world"
-    assert "world" in insp.fields["communicator"].error_text()
-    # both moved, one after the other: the second makes the calls match again
-    c.set_selection_indexes([3])
-    _choose(insp.device_combos["communicator"], "pair")
-    assert c.pipeline.program[3].communicator == "world"  # refused alone too
+    # both devices' ops of this all-reduce move: each member must make the same call
+    program = c.pipeline.program
+    assert [program[2].communicator, program[3].communicator] == ["pair", "pair"]
+    assert insp.fields["communicator"].error_text() == ""
+    assert c.undo_stack.undoText() == "Set grads communicator on 2 devices"
+    c.undo_stack.undo()
+    assert [program[2].communicator, program[3].communicator] == ["world", "world"]
     c.set_selection_indexes([5])
     assert "device" in _visible(editor)  # a host op's thread, in a two-device pipeline
     assert insp.device_combos["device"].currentText() == "gpu1"
@@ -198,6 +198,27 @@ def test_the_inspector_edits_a_collectives_communicator_with_undo(editor) -> Non
     c.undo_stack.undo()
     assert c.pipeline.op_device(c.pipeline.program[5]) == "gpu1"
     assert "root" in visible_rows("broadcast", "duration_us", True)
+
+
+def test_typing_a_collectives_size_changes_every_members_op_in_one_step(editor, qtbot) -> None:
+    c, insp = editor.controller, editor.inspector
+    c.set_selection_indexes([3])  # gpu1's part of the all-reduce
+    insp.unit.setCurrentText("MiB")
+    for text in ("5", "50"):
+        insp.size.selectAll()
+        QTest.keyClicks(insp.size, text)
+        QTest.keyClick(insp.size, Qt.Key.Key_Return)
+    program = c.pipeline.program
+    assert [program[2].bytes, program[3].bytes] == [50 * MIB, 50 * MIB]
+    assert insp.fields["bytes"].error_text() == ""
+    c.undo_stack.undo()  # the two commits merged: one step back to the start
+    assert [program[2].bytes, program[3].bytes] == [100 * MIB, 100 * MIB]
+    # a peer copy's size is its own
+    c.set_selection_indexes([4])
+    insp.size.selectAll()
+    QTest.keyClicks(insp.size, "8")
+    QTest.keyClick(insp.size, Qt.Key.Key_Return)
+    assert program[4].bytes == 8 * MIB and program[2].bytes == 100 * MIB
 
 
 def test_the_stream_page_moves_a_stream_to_another_device(editor) -> None:

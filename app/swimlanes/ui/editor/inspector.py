@@ -46,6 +46,11 @@ from swimlanes.model.edits import (
     SetStreamFields,
 )
 from swimlanes.ui.document_controller import DocumentController
+from swimlanes.ui.editor.collective_fields import (
+    SetInstanceFields,
+    collective_instance,
+    shared_change,
+)
 from swimlanes.ui.editor.common import PALETTE_KINDS
 from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
 from swimlanes.ui.editor.inspector_devices import DeviceFields
@@ -356,6 +361,12 @@ class Inspector(DeviceFields, QWidget):
         if all(getattr(op, k) == v for k, v in changes.items()):
             fld.clear_error()
             return True
+        if shared_change(op, changes):
+            # every member's op of the collective changes alike (NCCL needs the same calls)
+            members = collective_instance(self.controller.pipeline, op)
+            if len(members) > 1:
+                uids = [m.uid for m in members]
+                return self._push(fld, SetInstanceFields(uids, changes, op.display_label))
         return self._push(fld, SetOpFields(op.uid, changes))
 
     def _parsed(self, key: str, parse: Callable[[], object]) -> object | None:
