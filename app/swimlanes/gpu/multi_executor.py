@@ -34,8 +34,8 @@ import numpy as np
 from swimlanes.gpu.backend import device_count, make_backend
 from swimlanes.gpu.backend_api import Buffer, CudaBackend, Step
 from swimlanes.gpu.collectives import Collectives, make_collectives
+from swimlanes.gpu.device_run import Cancel, DeviceRun, Progress, chain, quietly
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError
-from swimlanes.gpu.executor import Cancel, Progress, _quietly, _Run
 from swimlanes.gpu.multi_plan import (
     MultiOp,
     MultiPlan,
@@ -100,8 +100,8 @@ def _enter(d: int, simulator: bool) -> Callable[[], None]:
     return enter
 
 
-class _DeviceRun(_Run):
-    """One device's share of the run: :class:`_Run`'s resources and steps, set up op by op."""
+class _DeviceRun(DeviceRun):
+    """One device's share of the run: :class:`DeviceRun`'s resources and steps, set up op by op."""
 
     def setup_local(self, probe: Probe) -> None:
         be = self.backend
@@ -119,8 +119,8 @@ class _DeviceRun(_Run):
         pb, pa = self.probe.hooks(op, stream)
         nb, na = nvtx.hooks(op.label)
         self.steps.append(step)
-        self.before.append(_chain(nb, pb))
-        self.after.append(_chain(pa, na))
+        self.before.append(chain(nb, pb))
+        self.after.append(chain(pa, na))
 
     def prepare_local(self, local: int, latest: dict[str, Any]) -> Step:
         op = self.plan.ops[local]
@@ -160,17 +160,6 @@ class _DeviceRun(_Run):
             mask = v != NO_TIME if col in ("start", "end") else slice(None)
             v[mask] += t0
         return rel
-
-
-def _chain(a: Step | None, b: Step | None) -> Step | None:
-    if a is None or b is None:
-        return a or b
-
-    def both() -> None:
-        a()
-        b()
-
-    return both
 
 
 class _MultiRun:
@@ -327,8 +316,8 @@ class _MultiRun:
     def release(self) -> None:
         if self.collectives is not None:
             if self.failed:
-                _quietly(self.collectives.abort)
-            _quietly(self.collectives.close)
+                quietly(self.collectives.abort)
+            quietly(self.collectives.close)
         for d, run in enumerate(self.runs):
             with contextlib.suppress(Exception):
                 self.workers.call(d, run.release)

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from swimlanes.gpu.executor import _spread, median_repetition
+from swimlanes.gpu.device_run import median_repetition, spread
 from swimlanes.gpu.multi_plan import MultiOp
 from swimlanes.gpu.probes import NvtxRanges
 from swimlanes.model.document import COLLECTIVE_OPS, PEER_COPY
@@ -73,7 +73,7 @@ def multi_timeline(
     spans = [device_span_ns(g["start"], g["end"]) for g in glob]
     med = glob[median_repetition(spans)]
     stacked = {k: np.stack([g[k] for g in glob]) for k in ("start", "end")}
-    spread = {k: _spread(v) for k, v in stacked.items()}
+    spreads = {k: spread(v) for k, v in stacked.items()}
     t0 = int(med["issue_start"].min()) if len(med["issue_start"]) else 0
     streams = [(s.name, d) for d, p in enumerate(plan.plans) for s in p.streams]
     engines = [f"{name} {e}" for name in names for e in ENGINE_KINDS]
@@ -93,7 +93,7 @@ def multi_timeline(
             start=shift(s), end=shift(e),
             solo_ns=e - s if s != NO_TIME and e != NO_TIME else NO_TIME,
             nbytes=local.nbytes, label=local.label,
-            start_spread=int(spread["start"][i]), end_spread=int(spread["end"][i]),
+            start_spread=int(spreads["start"][i]), end_spread=int(spreads["end"][i]),
         )  # fmt: skip
         if local.stream is not None and s != NO_TIME:
             if local.stream in last_in_stream:
