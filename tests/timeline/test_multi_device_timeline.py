@@ -109,6 +109,35 @@ def test_a_multi_device_chrome_trace_reads_back_as_one_timeline(tmp_path: Path) 
     assert [back.stream_names[s] for s in back.stream.tolist()] == [
         tl.stream_names[s] for s in tl.stream.tolist()
     ]
-    assert sorted(zip(back.link_op.tolist(), [back.link_names[k] for k in back.link_id])) == sorted(
-        zip(tl.link_op.tolist(), [tl.link_names[k] for k in tl.link_id])
+    assert _links(back) == _links(tl)
+
+
+def _links(tl: Timeline) -> list[tuple[int, str]]:
+    """Which row used which link, by name."""
+    names = [tl.link_names[k] for k in tl.link_id.tolist()]
+    return sorted(zip(tl.link_op.tolist(), names, strict=True))
+
+
+def test_a_simulated_multi_device_timeline_exports_and_lists_its_devices(tmp_path: Path) -> None:
+    from swimlanes.engine import simulate
+    from swimlanes.model.document import Communicator, Device, Op, Pipeline, Stream
+
+    pipeline = Pipeline(
+        name="pair",
+        devices=[Device("gpu0"), Device("gpu1")],
+        communicators=[Communicator("world", ["gpu0", "gpu1"])],
+        streams=[Stream("a", device="gpu0"), Stream("b", device="gpu1")],
+        program=[
+            Op("peer_copy", stream="a", dst_device="gpu1", bytes=1 << 20),
+            Op("all_reduce", stream="a", communicator="world", bytes=1 << 20),
+            Op("all_reduce", stream="b", communicator="world", bytes=1 << 20),
+        ],
     )
+    tl = simulate(pipeline, "2x-h200-nvlink")
+    assert [row["device"] for row in tl.ops_json()] == ["gpu0", "gpu0", "gpu1"]
+    assert "device" not in _single().ops_json()[0]
+    write_chrome_trace([tl], tmp_path / "pair.json")
+    (back,), _ = load_timelines_any(tmp_path / "pair.json")
+    assert back.device_names == ["gpu0", "gpu1"]
+    assert back.start.tolist() == (tl.start - tl.t0).tolist()
+    assert sorted(back.link_names) == ["NVLink gpu0→gpu1", "NVLink gpu1→gpu0"]

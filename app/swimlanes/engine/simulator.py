@@ -66,6 +66,7 @@ from typing import cast
 
 from swimlanes.engine.blocks import EV_BATCH, SMS_IDLE, SmWork
 from swimlanes.engine.copies import D2H, EV_COPY, H2D
+from swimlanes.engine.errors import SimulationCancelled
 from swimlanes.engine.plan import (
     ENQ,
     RUN_CALLBACK,
@@ -98,10 +99,6 @@ NATIVE_KINDS: tuple[str, ...] = tuple(k for k in OP_KINDS if k not in MULTI_DEVI
 #: (engine/multi.py): a pipeline with any of them is simulated there.
 DELEGATED_KINDS: tuple[str, ...] = MULTI_DEVICE_OPS
 register_layer("engine", (*NATIVE_KINDS, *DELEGATED_KINDS))
-
-
-class SimulationCancelled(Exception):
-    """Raised by :func:`simulate` when its ``cancel`` callback returned True."""
 
 
 class SimulationRangeError(ValueError):

@@ -238,6 +238,9 @@ class Timeline:
             self.issue_start.tolist(), self.issue_end.tolist(), self.start.tolist(),
             self.end.tolist(), self.bytes.tolist(), strict=True,
         )  # fmt: skip
+        hosts = (
+            [self.device_names[d] for d in self.host_device.tolist()] if self.device_names else None
+        )
         spread = self.start_spread is not None and self.end_spread is not None
         spreads = (
             zip(self.start_spread.tolist(), self.end_spread.tolist(), strict=True)  # type: ignore[union-attr]
@@ -259,6 +262,8 @@ class Timeline:
             }
             if nbytes:
                 row["bytes"] = nbytes
+            if hosts is not None:  # a multi-device timeline: the device that issued it
+                row["device"] = hosts[len(rows)]
             if spreads is not None:
                 s, e = next(spreads)
                 row["start_spread_us"] = None if s == NO_TIME else s / 1000.0

@@ -15,6 +15,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from swimlanes.engine.errors import SimulationCancelled
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.engine.reference.collectives import (
     CollectiveEnd,
@@ -180,8 +181,6 @@ class System(Simulation):
         if self.steps % CALLBACK_EVERY:
             return
         if self.cancel is not None and self.cancel():
-            from swimlanes.engine.simulator import SimulationCancelled
-
             raise SimulationCancelled()
         if self.progress is not None:
             done = sum(d.host_pos for d in self.devices)
