@@ -147,6 +147,14 @@ def test_more_devices_than_the_preset_has_gpus_are_refused() -> None:
         simulate(machine(2, program[:2]), "h200")
 
 
+def test_a_collective_longer_than_the_simulator_allows_is_refused() -> None:
+    slow = dataclasses.replace(IDEAL8, nccl_bus_gbps=1e-6)
+    program = [Op("all_reduce", stream=f"c{k}", communicator="world", bytes=1 << 30)
+               for k in range(2)]  # fmt: skip
+    with pytest.raises(MultiDeviceError, match=r"program\[0\]: this all_reduce takes .* us per op"):
+        simulate(machine(2, program), slow)
+
+
 # -- (c) peer copies -----------------------------------------------------------------------------------
 def _peer(stream: str, src: str, dst: str, nbytes: int) -> Op:
     return Op("peer_copy", stream=stream, src_device=src, dst_device=dst, bytes=nbytes)

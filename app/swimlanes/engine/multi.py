@@ -16,9 +16,11 @@ from dataclasses import replace
 
 import numpy as np
 
+from swimlanes.engine.plan import MAX_OP_NS
 from swimlanes.engine.presets import DevicePreset, get_preset
 from swimlanes.engine.reference.collectives import instances
 from swimlanes.engine.reference.layout import MultiDeviceError, layout
+from swimlanes.engine.reference.program import OpFacts
 from swimlanes.engine.reference.system import System
 from swimlanes.model.document import MULTI_DEVICE_OPS, OP_KINDS, Pipeline
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
@@ -51,11 +53,23 @@ def simulate_multi_device(
     by_op = instances(pipeline, preset, facts.op_device, facts.members)
     for i, instance in by_op.items():  # a collective's time alone is its call's
         facts.ops[i] = replace(facts.ops[i], solo_ns=instance.duration_ns)
+    _check_times(facts.ops, preset)
     system = System(facts, preset, by_op, fast_engine_ties, progress, cancel)
     system.run()
     if progress is not None:
         progress(1.0)
     return multi_timeline(system, pipeline.name)
+
+
+def _check_times(ops: list[OpFacts], preset: DevicePreset) -> None:
+    """Every op's time alone within the simulator's per-op limit (as plan.py checks for the
+    fast engine), so that every time of the run fits its int64 clock."""
+    for op in ops:
+        if op.solo_ns > MAX_OP_NS:
+            raise MultiDeviceError(
+                f"program[{op.index}]: this {op.kind} takes {op.solo_ns / 1000.0:.4g} us on "
+                f"{preset.name}: the simulator takes at most {MAX_OP_NS / 1000.0:g} us per op"
+            )
 
 
 def multi_timeline(system: System, name: str) -> Timeline:
