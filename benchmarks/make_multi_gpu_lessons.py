@@ -165,9 +165,9 @@ def ddp_pipeline(cap_mb: int) -> Pipeline:
 PEER_DEVICE = "2x-h200-nvlink"
 MIB = 2**20
 #: Each half of the batch: its input, the kernel that processes it, its result.
-HALF_IN = 512 * MIB
-HALF_OUT = 128 * MIB
-HALF_KERNEL_US = 6000.0
+HALF_IN = 256 * MIB
+HALF_OUT = 64 * MIB
+HALF_KERNEL_US = 15000.0
 
 
 def _kernel(stream: str, label: str) -> Op:
@@ -193,29 +193,33 @@ def peer_copy_pipeline(variant: str = "peer") -> Pipeline:
     )
     up = dict(op="h2d", bytes=HALF_IN, host_memory="pinned")
     down = dict(op="d2h", bytes=HALF_OUT, host_memory="pinned")
-    prog = [Op(stream="A", label="H2D half A -> gpu0", **up), _kernel("A", "process A on gpu0")]
+    a = [Op(stream="A", label="H2D half A -> gpu0", **up), _kernel("A", "process A on gpu0")]
     if variant == "one_gpu":
-        prog += [
+        prog = [
+            *a,
             Op(stream="B", label="H2D half B -> gpu0", **up),
             _kernel("B", "process B on gpu0"),
             Op(stream="A", label="D2H result A", **down),
             Op(stream="B", label="D2H result B", **down),
         ]
     elif variant == "direct":
-        prog += [
+        prog = [
+            *a,
             Op(stream="gpu1 work", label="H2D half B -> gpu1", **up),
             _kernel("gpu1 work", "process B on gpu1"),
             Op(stream="A", label="D2H result A", **down),
             Op(stream="gpu1 work", label="D2H result B (gpu1)", **down),
         ]
     else:
-        prog += [
+        # B goes first: it has further to travel (PCIe, then NVLink) before its kernel starts.
+        prog = [
             Op(stream="B", label="H2D half B -> gpu0", **up),
             Op(
                 op="peer_copy", stream="B", label="peer copy B gpu0 -> gpu1", bytes=HALF_IN,
                 src_device="gpu0", dst_device="gpu1",
             ),
             Op(op="event_record", stream="B", event="B on gpu1"),
+            *a,
             Op(op="event_wait", stream="gpu1 work", event="B on gpu1"),
             _kernel("gpu1 work", "process B on gpu1"),
             Op(op="event_record", stream="gpu1 work", event="B done"),
@@ -224,8 +228,8 @@ def peer_copy_pipeline(variant: str = "peer") -> Pipeline:
                 op="peer_copy", stream="B", label="peer copy result B gpu1 -> gpu0",
                 bytes=HALF_OUT, src_device="gpu1", dst_device="gpu0",
             ),
-            Op(stream="A", label="D2H result A", **down),
             Op(stream="B", label="D2H result B", **down),
+            Op(stream="A", label="D2H result A", **down),
         ]  # fmt: skip
     prog += [Op(op="device_sync", device="gpu0"), Op(op="device_sync", device="gpu1")]
     p.program = prog
@@ -275,7 +279,7 @@ def ddp_figures(cap_mb: int) -> DdpFigures:
         backward_ns=int(tl.end[last] - tl.start[first]),
         communication_ns=gpu0.communication_ns,
         exposed_ns=gpu0.exposed_ns,
-        tail_ns=gpu0.tail_ns,
+        tail_ns=max(0, gpu0.communication_end - int(tl.end[last])),
         calls=gpu0.calls,
         latency_ns=gpu0.latency_ns,
     )
@@ -292,31 +296,52 @@ _DDP_TITLES = {
 }
 
 
+def one_stream(pipeline: Pipeline) -> Pipeline:
+    """The same step with each device's all-reduces on its compute stream: no overlap."""
+    out = pipeline.copy()
+    for op in out.program:
+        if op.stream and op.stream.endswith(" comm"):
+            op.stream = op.stream.replace(" comm", " compute")
+    return out
+
+
 def ddp_description(f: DdpFigures, everyone: dict[int, DdpFigures]) -> str:
     """The lesson text of one bucket size, with every figure from the simulations."""
-    params = sum(t.params for t in backward_tensors())
-    others = ", ".join(f"{c} MB {_ms(o.makespan_ns)}" for c, o in everyone.items())
+    from swimlanes.engine import get_preset, simulate
+
+    preset = get_preset(DDP_DEVICE)
+    tensors = backward_tensors()
+    params = sum(t.params for t in tensors)
+    alone = sum(round(t.backward_us, 3) for t in tensors) * 1000
+    serial = simulate(one_stream(ddp_pipeline(f.cap_mb)), preset).makespan_ns
+    others = "; ".join(
+        f"{c} MB buckets {_ms(o.makespan_ns)}" for c, o in everyone.items() if c != f.cap_mb
+    )
+    best = min(everyone.values(), key=lambda o: o.makespan_ns).cap_mb
     return (
-        f"One PyTorch DDP training step on 8 H200s over NVLink ({DDP_DEVICE}): a "
+        f"One PyTorch DDP training step on 8 H200s over NVLink ({DDP_DEVICE}) of a "
         f"GPT-2-medium-sized transformer ({LAYERS} layers, d_model {D_MODEL}, "
-        f"{params / 1e6:.0f}M weights whose fp32 gradients are "
-        f"{params * GRAD_BYTES / 1e9:.2f} GB), {MICRO_BATCH} sequences of {SEQ_LEN} tokens per "
-        f"GPU. Each GPU's compute stream runs the backward pass tensor by tensor from the last "
-        f"layer down (each kernel's time is its FLOPs at {GEMM_TFLOPS:.0f} TFLOP/s of BF16 "
-        "tensor-core work; the forward pass, the same for every bucket size, is left out). "
-        f"With bucket_cap_mb={f.cap_mb} the gradients form {f.buckets} buckets of "
-        f"{f.bucket_mb:.1f} MB on average: when a bucket's last gradient is computed the compute "
-        "stream records an event, the communication stream waits for it and all-reduces the "
-        "bucket across the 8 GPUs (ncclAllReduce), while the compute stream goes on with the "
-        "next layers; the AdamW step waits for the last all-reduce. The backward pass takes "
-        f"{_ms(f.backward_ns)}, the {f.calls} all-reduces {_ms(f.communication_ns)} on each GPU, "
-        f"of which {_ms(f.exposed_ns)} is exposed (no kernel runs beside it: "
-        f"{_ms(f.tail_ns)} of it after the last backward kernel), and the per-call latency "
-        f"alone adds up to {_ms(f.latency_ns)}. The step takes {_ms(f.makespan_ns)} (bucket "
-        f"sizes side by side: {others}). Smaller buckets start communicating sooner and leave "
-        "less to do after the backward pass, but pay the per-call latency more often and take "
-        "SMs from the backward kernels more often; open the other two bucket sizes and compare "
-        "the communication rows."
+        f"{params / 1e6:.0f}M weights, {params * GRAD_BYTES / 1e9:.2f} GB of fp32 gradients) "
+        f"with {MICRO_BATCH} sequences of {SEQ_LEN} tokens per GPU; the forward pass, the same "
+        "for every bucket size, is left out. Each GPU's compute stream runs the backward pass "
+        "tensor by tensor from the last layer down (each kernel's time is its FLOPs at "
+        f"{GEMM_TFLOPS:.0f} TFLOP/s of BF16 tensor-core work: {_ms(alone)} in all). With "
+        f"bucket_cap_mb={f.cap_mb} the gradients form {f.buckets} buckets "
+        f"({f.bucket_mb:.1f} MB on average): when a bucket's last gradient is computed, the "
+        "compute stream records an event, the communication stream waits for it and "
+        "all-reduces the bucket across the 8 GPUs (ncclAllReduce) while the next layers "
+        f"compute; the AdamW step waits for the last all-reduce. The {f.calls} all-reduces "
+        f"take {_ms(f.communication_ns)} per GPU, {_ms(f.latency_ns)} of it per-call latency "
+        f"({preset.nccl_latency_us:g} us a call); all but {_ms(f.exposed_ns)} of it hides "
+        f"behind the backward pass, which stretches to {_ms(f.backward_ns)} because each "
+        f"all-reduce takes {preset.nccl_channels} of the {preset.sm_count} SMs. The step takes "
+        f"{_ms(f.makespan_ns)}; {others}; with the all-reduces on the compute stream (nothing "
+        f"overlaps) {_ms(serial)}. Smaller buckets start communicating sooner and leave less "
+        "exposed after the backward pass, but pay the per-call latency more often and take "
+        f"SMs from the backward kernels for longer: here {best} MB is the fastest of the "
+        "three. Compare the communication rows of the three bucket sizes, then move the "
+        "all-reduces onto the compute stream to see the insight about communication that does "
+        "not overlap."
     )
 
 
@@ -334,14 +359,16 @@ def peer_description(ms: dict[str, int]) -> str:
     return (
         f"A batch is split across two H200s joined by NVLink ({PEER_DEVICE}). Both halves "
         f"({HALF_IN // MIB} MiB each) are uploaded to gpu0, and half B goes on to gpu1 with a "
-        "peer copy (cudaMemcpyPeerAsync, over NVLink, on a copy engine at each end) while gpu0 "
-        "processes half A; an event tells gpu1's stream when B has arrived, another tells gpu0 "
+        "peer copy (cudaMemcpyPeerAsync, over NVLink, on a copy engine at each end) while half "
+        "A is uploaded; an event tells gpu1's stream when B has arrived, another tells gpu0 "
         f"when gpu1's result is ready, a peer copy brings that {HALF_OUT // MIB} MiB result "
-        "back and gpu0 downloads both results. The peer copies are short beside the PCIe "
-        f"uploads, and the step takes {_ms(ms['peer'])} against {_ms(ms['one_gpu'])} on gpu0 "
-        "alone. Look at the copy engine rows of gpu0: every byte still crosses gpu0's PCIe "
-        "link. Let gpu1 upload and download its half itself (an H2D and a D2H on gpu1's "
-        f"stream, no peer copies) and the two uploads run side by side: {_ms(ms['direct'])}."
+        "back and gpu0 downloads both results. B is uploaded first: it has further to go "
+        "before its kernel can start. The peer copies are short beside the PCIe uploads (look "
+        f"at the NVLink rows), and the step takes {_ms(ms['peer'])} against "
+        f"{_ms(ms['one_gpu'])} on gpu0 alone. Now look at gpu0's H2D engine row: every byte "
+        "still crosses gpu0's PCIe link, one half after the other. Let gpu1 upload and "
+        "download its half itself (an H2D and a D2H on gpu1's stream instead of the peer "
+        f"copies and their events) and the two uploads run side by side: {_ms(ms['direct'])}."
     )
 
 

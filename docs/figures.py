@@ -195,6 +195,56 @@ def _false_dependency() -> None:
     print("16 streams x (1000 us + 100 us kernel):", ", ".join(figures))
 
 
+def _multi_gpu_lessons():  # noqa: ANN202 - benchmarks/make_multi_gpu_lessons.py as a module
+    path = DOCS.parent / "benchmarks" / "make_multi_gpu_lessons.py"
+    spec = importlib.util.spec_from_file_location("make_multi_gpu_lessons", path)
+    module = importlib.util.module_from_spec(spec)
+    sys.modules.setdefault("make_multi_gpu_lessons", module)
+    spec.loader.exec_module(module)
+    return sys.modules["make_multi_gpu_lessons"]
+
+
+def ddp_table_rows() -> list[str]:
+    """docs/multi-gpu.md's table of the DDP bucket sizes on 8x-h200-nvlink, row by row."""
+    lessons = _multi_gpu_lessons()
+    rows = []
+    for cap in lessons.BUCKET_SIZES_MB:
+        f = lessons.ddp_figures(cap)
+        rows.append(
+            f"| {cap} MB | {f.calls} x {f.bucket_mb:.1f} MB | {_ms(f.makespan_ns)} | "
+            f"{_ms(f.backward_ns)} | {_ms(f.communication_ns)} | {_ms(f.exposed_ns)} | "
+            f"{_ms(f.latency_ns)} |"
+        )
+    return rows
+
+
+def multi_gpu_figures() -> list[str]:
+    """The other figures docs/multi-gpu.md quotes, one per line."""
+    from swimlanes.engine import get_preset, simulate
+
+    lessons = _multi_gpu_lessons()
+    out = []
+    backward = sum(round(t.backward_us, 3) for t in lessons.backward_tensors()) * 1000
+    out.append(f"DDP backward pass alone: {_ms(backward)}")
+    for cap in lessons.BUCKET_SIZES_MB:
+        one = lessons.one_stream(lessons.ddp_pipeline(cap))
+        out.append(f"DDP {cap} MB, all-reduces on the compute stream: "
+                   f"{_ms(simulate(one, get_preset(lessons.DDP_DEVICE)).makespan_ns)}")  # fmt: skip
+    for variant, ns in lessons.peer_figures().items():
+        out.append(f"peer-copy-split {variant}: {_ms(ns)}")
+    return out
+
+
+def multi_gpu() -> None:
+    print("\n== multi-GPU lessons (docs/multi-gpu.md)")
+    print("| bucket_cap_mb | All-reduces per GPU | Step | Backward pass | All-reduce time "
+          "| Exposed | Per-call latency |")  # fmt: skip
+    for row in ddp_table_rows():
+        print(row)
+    for line in multi_gpu_figures():
+        print(line)
+
+
 def accuracy() -> None:
     """What `swimlanes compare` reports for each example with a shipped measurement."""
     import statistics
@@ -234,6 +284,7 @@ def main() -> int:
     examples()
     variants()
     op_figures()
+    multi_gpu()
     accuracy()
     return 0
 

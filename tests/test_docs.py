@@ -59,8 +59,12 @@ def _png_width(path: Path) -> int:
     return struct.unpack(">I", head[16:20])[0]
 
 
+#: The pages that teach the shipped examples, one "Open it" line per example.
+LESSON_PAGES = ("tutorial.md", "multi-gpu.md")
+
+
 def _tutorial() -> str:
-    return (DOCS / "tutorial.md").read_text(encoding="utf-8")
+    return "\n".join((DOCS / page).read_text(encoding="utf-8") for page in LESSON_PAGES)
 
 
 def test_index_links_every_page_and_each_exists() -> None:
@@ -300,3 +304,40 @@ def test_comparing_quotes_the_current_accuracy_of_every_example() -> None:
         f"{max(errors):.1f}%."
     )
     assert summary in " ".join(text.split()), f"comparing.md: now '{summary}'"
+
+
+def _load_figures():  # noqa: ANN202 - a module
+    spec = importlib.util.spec_from_file_location("docs_figures", DOCS / "figures.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+def test_multi_gpu_quotes_the_current_ddp_table_and_figures() -> None:
+    figures = _load_figures()
+    text = (DOCS / "multi-gpu.md").read_text(encoding="utf-8")
+    for row in figures.ddp_table_rows():
+        assert row in text, f"multi-gpu.md: the DDP table's row is now {row}"
+    prose = " ".join(text.split())
+    for line in figures.multi_gpu_figures():
+        value = line.rsplit(": ", 1)[1]
+        assert value in prose, f"multi-gpu.md does not quote {line}"
+    # the page says the default bucket size is the fastest of the three on this preset
+    lessons = figures._multi_gpu_lessons()
+    steps = {cap: lessons.ddp_figures(cap).makespan_ns for cap in lessons.BUCKET_SIZES_MB}
+    assert min(steps, key=steps.__getitem__) == 25, f"the fastest bucket size changed: {steps}"
+
+
+def test_multi_gpu_quotes_the_presets_link_and_nccl_figures() -> None:
+    from swimlanes.engine import get_preset
+
+    text = (DOCS / "multi-gpu.md").read_text(encoding="utf-8")
+    for names, preset in (
+        ("`2x-h200-nvlink`, `4x-h200-nvlink`, `8x-h200-nvlink`", "8x-h200-nvlink"),
+        ("`2x-h200-pcie`", "2x-h200-pcie"),
+    ):
+        p = get_preset(preset)
+        cells = [p.link_gbps, p.link_latency_us, p.nccl_bus_gbps, p.nccl_latency_us]
+        row = f"| {names} | " + " | ".join(f"{v:.3g}" for v in cells) + f" | {p.nccl_channels} |"
+        assert row in text, f"multi-gpu.md: the presets' row is now {row}"

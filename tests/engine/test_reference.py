@@ -27,6 +27,9 @@ from swimlanes.timeline.timeline import Timeline
 
 EXAMPLES = sorted((Path(__file__).parents[2] / "resources" / "examples").glob("*.json"))
 PRESETS = preset_names()
+#: The multi-GPU examples run on the multi-device engine only (the reference model extended),
+#: on their multi-GPU presets: there is no fast-engine schedule to compare them with.
+MULTI_GPU_EXAMPLES = ("ddp-buckets-", "peer-copy-")
 #: Per-op columns of the Timeline, and the occupancy step function.
 COLUMNS = (
     "index", "kind", "stream", "engine", "issue_start", "issue_end", "start", "end", "solo_ns",
@@ -102,6 +105,7 @@ def example_cases() -> list:
         )
         for path in EXAMPLES
         for preset in PRESETS
+        if not path.stem.startswith(MULTI_GPU_EXAMPLES)
     ]
 
 

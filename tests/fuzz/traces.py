@@ -75,7 +75,10 @@ def _kineto_seeds() -> Iterator[tuple[str, str]]:
 
 def _export_seeds() -> Iterator[tuple[str, str]]:
     for name in example_names():
-        simulated = simulate(load_pipeline(example_path(name)), "h200")
+        pipeline = load_pipeline(example_path(name))
+        # a multi-GPU example runs on its own multi-GPU preset
+        device = str(pipeline.extra["device"]) if pipeline.is_multi_device else "h200"
+        simulated = simulate(pipeline, device)
         yield f"export {name}", json.dumps(timeline_to_chrome_trace([simulated]))
         run = measurements_dir() / f"{name}.h200.json"
         if run.is_file():

@@ -242,7 +242,7 @@ def test_no_flow_arrow_ends_before_it_starts_in_any_example() -> None:
     from swimlanes.services.simulation import simulate_file
 
     examples = sorted(EXAMPLES.glob("*.json"))
-    assert len(examples) == 11
+    assert len(examples) == 15  # 11 single-GPU lessons, 4 multi-GPU ones
     for path in examples:
         _, tl = simulate_file(path, None)
         events = timeline_to_chrome_trace([tl])["traceEvents"]
