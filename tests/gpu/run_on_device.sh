@@ -59,6 +59,21 @@ json.dump({"machine": {"gpus": smi.strip().splitlines(), "topology": topo.splitl
            "preset": json.load(open(f"{out}/links-preset.json")), "raw": raw.get("links", raw)},
           open(f"{out}/links.json", "w"), indent=1)
 PYEOF
+    # The multi-GPU lessons on this machine's GPUs (the DDP ones cut down to them), measured
+    # and compared with the simulator on the links just calibrated and on the built-in preset.
+    N=$($PY -c "from swimlanes.gpu.backend import device_count; print(device_count())")
+    $PY tests/gpu/multi/fewer_gpus.py "$N" resources/examples/peer-copy-split.json \
+        resources/examples/ddp-buckets-*.json --out /tmp/multi-examples
+    for f in /tmp/multi-examples/*.json; do
+        name=$(basename "$f" .json)
+        log "multi: run $name on $N GPUs"
+        $SW run "$f" --repeat "$REPEAT" --no-calibrate -o "$OUT/runs/$name.${N}gpu.json" \
+            > "$OUT/runs/$name.${N}gpu.txt" 2>&1; echo "rc=$?"; tail -3 "$OUT/runs/$name.${N}gpu.txt"
+        for preset in "$OUT/links-preset.json" "${N}x-h200-nvlink"; do
+            $SW compare "$f" --device "$preset" --measured "$OUT/runs/$name.${N}gpu.json" 2>&1 \
+                | grep -E "^(makespan|preset)"
+        done
+    done
     log "multi: pytest -m gpu (single-GPU, at most ${MULTI_TESTS_SECONDS:-120} s)"
     timeout "${MULTI_TESTS_SECONDS:-120}" $PY -m pytest -q -p no:cacheprovider -m gpu tests/gpu \
         --ignore=tests/gpu/test_multi_gpu_measured.py -o addopts="" -rfE > "$OUT/gpu-tests.txt" 2>&1

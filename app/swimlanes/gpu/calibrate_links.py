@@ -13,7 +13,9 @@ are those ``swimlanes run`` makes, timed by the same back end):
   all-reduce, (n-1)/n for the others) of calls of 64 MB and more;
 * ``nccl_channels``: the channel count NCCL prints when it makes a communicator (its INFO log,
   ``NCCL_DEBUG=INFO``: "... coll channels ..."), the number of SMs each collective's kernel
-  occupies (one block per channel). Recorded, not inferred from a kernel's slowdown.
+  occupies (one block per channel). Cross-checked (``raw["sm_cost"]``) by a kernel of known
+  SM-bound time run alone and then beside a 1 GB all-reduce: SMs x (1 - alone / beside) is
+  what NCCL really keeps from kernels; that figure is used where the log says nothing.
 
 The per-call host cost of a peer copy and of each collective goes into ``issue_cost_us``. The
 whole calibration stays under a minute on a 2-GPU machine (about 20 s on 2 H200s).
@@ -84,6 +86,50 @@ def collective_program(n: int, kind: str, sizes: list[int]) -> Pipeline:
         for d in range(n):
             program.append(Op("stream_sync", stream=f"s{d}"))
     return _pipeline(kind, n, program, comm=True)
+
+
+def sm_cost_program(n: int, sms: int, waves: int = 10, block_us: float = 100.0) -> Pipeline:
+    """A kernel of known SM-bound time on GPU 0 (``waves`` rounds of 256-thread blocks, 8 per
+    SM, ``block_us`` each), alone, then beside a 1 GB all-reduce over all GPUs: how much longer
+    it takes there tells how many SMs NCCL's kernel keeps from it."""
+    kernel = Op("kernel", stream="k0", blocks=8 * sms * waves, threads=256, block_us=block_us)
+    program: list[Op] = [kernel, Op("stream_sync", stream="k0")]
+    program += [Op("all_reduce", stream=f"s{d}", bytes=GB, communicator="all") for d in range(n)]
+    program += [kernel.copy(), Op("stream_sync", stream="k0")]
+    program += [Op("stream_sync", stream=f"s{d}") for d in range(n)]
+    p = _pipeline("NCCL's SMs", n, program, comm=True)
+    p.streams.append(Stream("k0", "non_blocking", 0, device="gpu0"))
+    return p
+
+
+def sms_lost(tl: Timeline, sms: int) -> dict[str, Any]:
+    """SMs the all-reduce kept from the kernel: sms x (1 - alone / beside), where the kernel
+    ran wholly inside the all-reduce."""
+    kernels = [r for r in range(len(tl)) if tl.op_kind(r) == "kernel"]
+    reduce0 = next(r for r in range(len(tl)) if tl.op_kind(r) == "all_reduce")
+    alone, beside = (int(tl.end[r]) - int(tl.start[r]) for r in kernels[:2])
+    inside = tl.start[kernels[1]] >= tl.start[reduce0] and tl.end[kernels[1]] <= tl.end[reduce0]
+    return {
+        "kernel_alone_us": round(alone / 1e3, 3),
+        "kernel_beside_all_reduce_us": round(beside / 1e3, 3),
+        "all_reduce_us": round((int(tl.end[reduce0]) - int(tl.start[reduce0])) / 1e3, 3),
+        "inside": bool(inside),
+        "sms_lost": round(sms * max(0.0, 1.0 - alone / beside), 1),
+    }
+
+
+def _sm_count() -> int:
+    """GPU 0's SM count from the driver (no context needed)."""
+    import ctypes
+
+    try:
+        lib = ctypes.CDLL("libcuda.so.1")
+        value = ctypes.c_int(0)
+        lib.cuInit(0)
+        lib.cuDeviceGetAttribute(ctypes.byref(value), 16, 0)  # MULTIPROCESSOR_COUNT
+        return value.value
+    except (OSError, AttributeError):
+        return 0
 
 
 def _spans(tl: Timeline, kind: str) -> list[tuple[int, float, float]]:
@@ -233,6 +279,13 @@ def calibrate_links(
     text = _read(log)
     fields["nccl_channels"] = nccl_channels_from_log(text)
     raw["nccl_channels_source"] = "NCCL INFO log" if fields["nccl_channels"] else "not found"
+    sms = _sm_count() if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" else 0
+    if gpus > 1 and sms and not (cancel is not None and cancel()):
+        # The cross-check: SMs a large all-reduce really keeps from a kernel beside it.
+        raw["sm_cost"] = {"sms": sms, **sms_lost(execute(sm_cost_program(gpus, sms)), sms)}
+        if not fields["nccl_channels"] and raw["sm_cost"]["inside"]:
+            fields["nccl_channels"] = round(raw["sm_cost"]["sms_lost"])
+            raw["nccl_channels_source"] = "SMs a 1 GB all-reduce kept from a kernel"
     fields["issue_cost_us"] = {k: round(float(np.median(v)), 3) for k, v in issue.items() if v}
     raw.update(
         fields=fields,
