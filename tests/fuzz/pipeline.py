@@ -39,13 +39,15 @@ from pathlib import Path
 from typing import Any
 
 from swimlanes.cli import main as cli_main
-from swimlanes.model.generators import random_pipeline
+from swimlanes.model.generators import random_multi_device_pipeline, random_pipeline
 
 REPO = Path(__file__).resolve().parents[2]
 EXAMPLES = REPO / "resources" / "examples"
 #: A case slower than this is a hang.
 HANG_SECONDS = 5.0
 DEVICES = ("ideal", "h200", "a100", "rtx4090", "c1060", "c2050", "k20c")
+#: Presets of several GPUs, for multi-device cases.
+MULTI_DEVICES = ("2x-h200-nvlink", "4x-h200-nvlink", "8x-h200-nvlink", "2x-h200-pcie")
 
 # Placeholders json.dumps cannot write itself (it recurses, and Python will not print integers
 # past 4300 digits): replaced in the text afterwards.
@@ -142,6 +144,10 @@ def _sources() -> list[dict[str, Any]]:
 def _base(rng: random.Random, examples: list[dict[str, Any]]) -> dict[str, Any]:
     if examples and rng.random() < 0.6:
         return json.loads(json.dumps(rng.choice(examples)))
+    if rng.random() < 0.25:  # devices, communicators, peer copies and collectives
+        n_ops, n_devices = rng.randint(1, 40), rng.randint(2, 4)
+        multi = random_multi_device_pipeline(n_ops, n_devices, seed=rng.randrange(1 << 30))
+        return multi.to_dict()
     doc = random_pipeline(rng.randint(1, 60), rng.randint(1, 6), seed=rng.randrange(1 << 30))
     return doc.to_dict()
 
@@ -306,7 +312,12 @@ def make_case(seed: int, index: int, examples: list[dict[str, Any]] | None = Non
         mutations.append(what)
     else:
         data = text.encode("utf-8", "surrogatepass")
-    args = ["--device", rng.choice(DEVICES)] if rng.random() < 0.3 else []
+    devices = doc.get("devices")
+    if isinstance(devices, list) and rng.random() < 0.8:  # mostly a preset with enough GPUs
+        fits = [name for name in MULTI_DEVICES if int(name[0]) >= len(devices)]
+        args = ["--device", rng.choice(fits or MULTI_DEVICES)]
+    else:
+        args = ["--device", rng.choice(DEVICES)] if rng.random() < 0.3 else []
     return data, mutations, args
 
 
