@@ -92,9 +92,10 @@ def test_unknown_keys_are_allowed_where_the_loader_keeps_them() -> None:
     assert _schema_ok(doc)
 
 
-def _edited(path: str, value: Any) -> dict[str, Any]:
-    """DOC with the key at ``path`` (``program.1.threads``) set to ``value`` (``...`` deletes)."""
-    doc = copy.deepcopy(DOC)
+def _edited(path: str, value: Any, base: dict[str, Any] | None = None) -> dict[str, Any]:
+    """``base`` (DOC) with the key at ``path`` (``program.1.threads``) set to ``value``
+    (``...`` deletes)."""
+    doc = copy.deepcopy(DOC if base is None else base)
     *parents, last = path.split(".")
     target: Any = doc
     for part in parents:
@@ -269,3 +270,44 @@ def test_schema_and_loader_agree_on_any_op(op: dict[str, Any]) -> None:
 def test_schema_and_loader_agree_on_any_stream(stream: dict[str, Any]) -> None:
     doc = {**DOC, "streams": [stream], "program": [{"op": "device_sync"}]}
     assert _schema_ok(doc) == _loader_ok(doc), stream
+
+
+# -- several devices ------------------------------------------------------------------------------
+MULTI: dict[str, Any] = {
+    "format": "swimlanes-pipeline",
+    "version": 1,
+    "devices": [{"name": "gpu0"}, {"name": "gpu1"}],
+    "communicators": [{"name": "world", "devices": ["gpu0", "gpu1"]}],
+    "streams": [{"name": "s0", "device": "gpu0"}, {"name": "s1", "device": "gpu1"}],
+    "program": [
+        {"op": "all_reduce", "stream": "s0", "bytes": 4096, "communicator": "world"},
+        {"op": "all_reduce", "stream": "s1", "bytes": 4096, "communicator": "world"},
+        {"op": "peer_copy", "stream": "s0", "bytes": 4096, "dst_device": "gpu1"},
+        {"op": "device_sync", "device": "gpu1"},
+    ],
+}
+MULTI_INVALID: dict[str, tuple[str, Any]] = {
+    "no devices in the list": ("devices", []),
+    "a device without a name": ("devices.1", {}),
+    "a communicator of no devices": ("communicators.0.devices", []),
+    "a device twice in a communicator": ("communicators.0.devices", ["gpu0", "gpu0"]),
+    "a communicator without devices": ("communicators.0.devices", ...),
+    "a collective without a communicator": ("program.0.communicator", ...),
+    "a collective without bytes": ("program.0.bytes", ...),
+    "a root on an all-reduce": ("program.0.root", "gpu0"),
+    "a peer copy without bytes": ("program.2.bytes", ...),
+    "a device on a peer copy": ("program.2.device", "gpu0"),
+    "a communicator on a host op": ("program.3.communicator", "world"),
+    "a blank device name": ("program.3.device", " "),
+}
+
+
+def test_a_multi_device_document_is_valid_for_both() -> None:
+    assert _loader_ok(MULTI) and _schema_ok(MULTI)
+
+
+@pytest.mark.parametrize("case", sorted(MULTI_INVALID))
+def test_invalid_multi_device_documents_are_refused_by_both(case: str) -> None:
+    doc = _edited(*MULTI_INVALID[case], base=MULTI)
+    assert not _loader_ok(doc), "the case should be one the loader refuses"
+    assert not _schema_ok(doc)
