@@ -17,6 +17,8 @@ from dataclasses import asdict, dataclass, field, fields
 from pathlib import Path
 from typing import Any, cast
 
+from swimlanes.engine.multi_presets import MULTI_GPU_PRESETS, multi_gpu_changes
+
 # The kinds and bounds live with the checks; imported from here by callers that predate them.
 from swimlanes.engine.preset_checks import (  # noqa: F401 - re-exported
     BANDWIDTH_KINDS,
@@ -29,7 +31,7 @@ from swimlanes.engine.preset_checks import (  # noqa: F401 - re-exported
     check_preset,
     coerce_preset_value,
 )
-from swimlanes.model.document import COLLECTIVE_OPS, OP_KINDS
+from swimlanes.model.document import OP_KINDS
 from swimlanes.resources import presets_dir
 
 PRESET_FORMAT = "swimlanes-device"
@@ -475,66 +477,12 @@ _BUILTIN: dict[str, DevicePreset] = {
 }
 
 
-# Multi-GPU machines of H200s: each GPU is the h200 preset (the calibrated one where it is
-# shipped). Published figures, not measured here (docs/simulating.md, "Several devices"):
-# * NVLink 4 on H200 SXM: 18 links, 900 GB/s per GPU both directions together, 450 GB/s per
-#   direction through NVSwitch (NVIDIA H200 datasheet).
-# * One peer copy between a pair over NVSwitch: ~375 GB/s, the unidirectional P2P (copy
-#   engine) figures p2pBandwidthLatencyTest printed on an HGX H100 (371-377 GB/s, quoted in
-#   NVIDIA/nccl issue 1264); the H200 has the same NVLink 4 and NVSwitch, so the same rate is
-#   assumed. Link latency 2.5 us: an assumption (that test's P2P latencies are a few us).
-# * NCCL all-reduce bus bandwidth without NVLink SHARP (NVLS) on 8x H100/H200: ~360-400 GB/s
-#   for large messages in published nccl-tests results; 360 is taken, for 2 and 4 GPUs too
-#   (each GPU's ring traffic goes through its own NVLinks). Per-call latency 15 us and 24
-#   channels (SMs) are assumptions: small all-reduces take ~10-20 us in nccl-tests, and NCCL
-#   runs 16-32 channels on NVSwitch systems.
-# * PCIe Gen5 x16: ~50 GB/s per direction peak; a peer copy is taken at the h200 preset's
-#   measured pinned H2D rate (~55 GB/s, the same PCIe link), 5 us latency (assumed), and
-#   NCCL's bus bandwidth over PCIe at 22 GB/s (published PCIe all-reduce results are 20-25),
-#   20 us per call and 8 channels (assumed).
-_NVLINK = {"link": "nvlink", "link_gbps": 375.0, "link_latency_us": 2.5,
-           "nccl_bus_gbps": 360.0, "nccl_latency_us": 15.0, "nccl_channels": 24}  # fmt: skip
-_PCIE = {"link": "pcie", "link_latency_us": 5.0, "nccl_bus_gbps": 22.0,
-         "nccl_latency_us": 20.0, "nccl_channels": 8}  # fmt: skip
-_NVLINK_TEXT = (
-    "NVLink 4 through NVSwitch: 450 GB/s per direction per GPU (NVIDIA H200 datasheet: 18 "
-    "links, 900 GB/s both ways); a peer copy between a pair at 375 GB/s (p2pBandwidthLatencyTest "
-    "on an HGX H100, published; the H200's NVLink is the same); NCCL bus bandwidth 360 GB/s "
-    "(published nccl-tests all-reduce results of 8x H100/H200 without NVLS: 360-400 GB/s). "
-    "Assumed, not measured: 2.5 us link latency, 15 us per NCCL call, 24 NCCL channels (SMs)."
-)
-_PCIE_TEXT = (
-    "PCIe Gen5 x16 between the GPUs (~50 GB/s per direction peak): a peer copy at the h200 "
-    "preset's measured pinned H2D rate (~55 GB/s), NCCL bus bandwidth 22 GB/s (published "
-    "PCIe all-reduce results: 20-25 GB/s). Assumed, not measured: 5 us link latency, 20 us "
-    "per NCCL call, 8 NCCL channels (SMs)."
-)
-#: name -> (GPUs, link figures, description): built from the h200 preset when asked for.
-_MULTI: dict[str, tuple[int, dict[str, Any], str]] = {
-    f"{n}x-h200-nvlink": (n, _NVLINK, f"{n} NVIDIA H200 (each the h200 preset) joined by "
-                          + _NVLINK_TEXT) for n in (2, 4, 8)
-}  # fmt: skip
-_MULTI["2x-h200-pcie"] = (
-    2,
-    _PCIE,
-    "2 NVIDIA H200 (each the h200 preset) joined only by " + _PCIE_TEXT,
-)
-
-
 def _multi_preset(name: str) -> DevicePreset:
+    """A multi-GPU preset: the h200 preset's GPU with the machine's link and NCCL figures."""
     from dataclasses import replace
 
-    gpus, figures, description = _MULTI[name]
     gpu = get_preset("h200")
-    figures = {"link_gbps": gpu.h2d_pinned_gbps, **figures}
-    costs = dict(gpu.issue_cost_us)
-    # A peer copy call costs what an H2D copy call costs, a collective (NCCL enqueues a
-    # kernel) what a kernel launch costs, unless the GPU's preset says otherwise.
-    for kind, like in (("peer_copy", "h2d"), *((k, "kernel") for k in COLLECTIVE_OPS)):
-        costs[kind] = costs.get(kind) or costs.get(like, 0.0)
-    return replace(
-        gpu, name=name, description=description, gpus=gpus, issue_cost_us=costs, **figures
-    )
+    return replace(gpu, **multi_gpu_changes(name, gpu.issue_cost_us, gpu.h2d_pinned_gbps))
 
 
 def preset_names() -> list[str]:
@@ -544,7 +492,7 @@ def preset_names() -> list[str]:
 
 def multi_preset_names() -> list[str]:
     """Names of the built-in multi-GPU presets (listed after :func:`preset_names`)."""
-    return list(_MULTI)
+    return list(MULTI_GPU_PRESETS)
 
 
 def load_preset(path: str | Path) -> DevicePreset:
@@ -594,17 +542,15 @@ def get_preset(name_or_path: str | Path) -> DevicePreset:
         if key == "h200" and calibrated.is_file():
             return load_preset(calibrated)
         return _BUILTIN[key]
-    if key in _MULTI:
+    if key in MULTI_GPU_PRESETS:
         return _multi_preset(key)
     path = Path(key)
     if path.suffix == ".json" or _is_file(path):
         if not _is_file(path):
             raise ValueError(f"no preset file {_shorten(key)!r}")
         return load_preset(path)
-    raise ValueError(
-        f"unknown device {_shorten(key)!r}; choose one of {', '.join([*_BUILTIN, *_MULTI])} or a "
-        ".json file"
-    )
+    names = ", ".join([*_BUILTIN, *MULTI_GPU_PRESETS])
+    raise ValueError(f"unknown device {_shorten(key)!r}; choose one of {names} or a .json file")
 
 
 def preset_summary(preset: DevicePreset) -> dict[str, Any]:

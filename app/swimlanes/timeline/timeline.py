@@ -19,6 +19,7 @@ from typing import Any
 import numpy as np
 
 from swimlanes.model.document import OP_KINDS
+from swimlanes.timeline.device_columns import check_device_columns, device_columns_dict
 
 #: Marks "no time" in a time column (host-only ops have no device span).
 NO_TIME = np.iinfo(np.int64).min
@@ -107,31 +108,7 @@ class Timeline:
             raise ValueError(f"labels has {len(self.labels)} rows, expected {n}")
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}")
-        self._check_devices(n)
-
-    def _check_devices(self, n: int) -> None:
-        """The multi-device columns: all empty, or each as long as what it describes, and
-        every index in range."""
-        if len(self.link_op) != len(self.link_id):
-            raise ValueError(f"link_op has {len(self.link_op)} rows, link_id {len(self.link_id)}")
-        _check_index("link_op", self.link_op, n)
-        _check_index("link_id", self.link_id, len(self.link_names))
-        if not self.device_names:
-            for col in ("stream_device", "engine_device", "host_device", "occupancy_device"):
-                if len(getattr(self, col)):
-                    raise ValueError(f"{col} is set but device_names is empty")
-            return
-        expected = {
-            "stream_device": len(self.stream_names),
-            "engine_device": len(self.engine_names),
-            "host_device": n,
-            "occupancy_device": len(self.occupancy_time),
-        }
-        for col, rows in expected.items():
-            arr = getattr(self, col)
-            if len(arr) != rows:
-                raise ValueError(f"{col} has {len(arr)} rows, expected {rows}")
-            _check_index(col, arr, len(self.device_names))
+        check_device_columns(self)
 
     # -- shape ----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -247,7 +224,7 @@ class Timeline:
             if spread
             else None
         )
-        rows = []
+        rows: list[dict[str, Any]] = []
         for index, kind, stream, label, engine, i0, i1, s0, s1, nbytes in cols:
             row: dict[str, Any] = {
                 "index": index,
@@ -298,27 +275,8 @@ class Timeline:
                 "time": self.occupancy_time.tolist(),
                 "sms": self.occupancy_sms.tolist(),
             },
-            **self._devices_dict(),
+            **device_columns_dict(self),
         }
-
-    def _devices_dict(self) -> dict[str, Any]:
-        """The multi-device keys, only where set (a single-device file keeps its shape)."""
-        out: dict[str, Any] = {}
-        if self.device_names:
-            out["devices"] = {
-                "names": list(self.device_names),
-                "stream": self.stream_device.tolist(),
-                "engine": self.engine_device.tolist(),
-                "host": self.host_device.tolist(),
-                "occupancy": self.occupancy_device.tolist(),
-            }
-        if self.link_names or len(self.link_op):
-            out["links"] = {
-                "names": list(self.link_names),
-                "op": self.link_op.tolist(),
-                "link": self.link_id.tolist(),
-            }
-        return out
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Timeline:
@@ -397,13 +355,6 @@ _COLUMN_RANGE: dict[str, tuple[int, int, Any]] = {
     "link_id": (0, np.iinfo(np.int16).max, np.int16),
 }
 _TIMES = {"issue_start", "issue_end", "start", "end", "solo_ns", "start_spread", "end_spread"}
-
-
-def _check_index(column: str, values: np.ndarray, size: int) -> None:
-    """Every value of ``values`` indexes a list of ``size`` entries."""
-    if len(values) and (int(values.min()) < 0 or int(values.max()) >= size):
-        bad = int(np.flatnonzero((values < 0) | (values >= size))[0])
-        raise ValueError(f"{column}[{bad}]: {int(values[bad])} is not an index below {size}")
 
 
 def _devices_from_dict(data: dict[str, Any]) -> dict[str, Any]:

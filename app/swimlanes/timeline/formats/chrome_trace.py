@@ -39,6 +39,11 @@ import numpy as np
 from swimlanes.model.atomic_write import write_text_atomic
 from swimlanes.model.document import OP_KINDS
 from swimlanes.timeline.compare import compare_timelines
+from swimlanes.timeline.formats.chrome_devices import (  # device_pids: for trace import
+    device_names,
+    device_pids,  # noqa: F401
+    with_devices,
+)
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, SOURCES, Timeline, TimelineBuilder
 
 GENERATOR = "swimlanes"
@@ -352,65 +357,6 @@ def write_chrome_trace(timelines: list[Timeline], path: str | Path) -> None:
 
 
 # -- reading our own files back -----------------------------------------------------------------
-def device_pids(top: dict[str, Any]) -> dict[Any, Any]:
-    """The process of each device of a multi-device timeline mapped to the timeline's own
-    process (from ``otherData``), so that its devices' events join into one timeline."""
-    other = top.get("otherData")
-    info = other.get("timelines") if isinstance(other, dict) else None
-    out: dict[Any, Any] = {}
-    for item in info if isinstance(info, list) else []:
-        devices = item.get("devices") if isinstance(item, dict) else None
-        for d in devices if isinstance(devices, list) else []:
-            if isinstance(d, dict) and isinstance(d.get("pid"), int):
-                out[d["pid"]] = item.get("pid")
-    return out
-
-
-def _device_names(pid: Any, top: dict[str, Any]) -> list[str]:
-    other = top.get("otherData")
-    info = other.get("timelines") if isinstance(other, dict) else None
-    for item in info if isinstance(info, list) else []:
-        if isinstance(item, dict) and item.get("pid") == pid:
-            devices = item.get("devices")
-            if isinstance(devices, list):
-                return [str(d.get("name")) for d in devices if isinstance(d, dict)]
-    return []
-
-
-def _with_devices(tl: Timeline, names: list[str], ops: list[dict], links: list[dict]) -> Timeline:
-    """``tl`` (rebuilt from ``ops``, in order) with its device columns from the events'
-    ``device`` args and its link usage from the ``link`` events."""
-    known = {n: i for i, n in enumerate(names)}
-    host = [known.get(e["args"].get("device"), 0) for e in ops]
-    stream_device = [0] * len(tl.stream_names)
-    for row in range(len(ops)):
-        s = int(tl.stream[row])
-        if s >= 0:
-            stream_device[s] = host[row]
-    engine_device = [known.get(n.split(" ", 1)[0], 0) for n in tl.engine_names]
-    row_of = {int(i): r for r, i in enumerate(tl.index.tolist())}
-    link_names: list[str] = []
-    link_op, link_id = [], []
-    for e in links:
-        name, r = str(e["args"].get("link")), row_of.get(e["args"].get("index"))
-        if r is None:
-            continue
-        if name not in link_names:
-            link_names.append(name)
-        link_op.append(r)
-        link_id.append(link_names.index(name))
-    tl.device_names = names
-    tl.host_device = np.asarray(host, dtype=np.int16)
-    tl.stream_device = np.asarray(stream_device, dtype=np.int16)
-    tl.engine_device = np.asarray(engine_device, dtype=np.int16)
-    tl.link_names = link_names
-    tl.link_op = np.asarray(link_op, dtype=np.int32)
-    tl.link_id = np.asarray(link_id, dtype=np.int16)
-    tl.occupancy_device = np.zeros(len(tl.occupancy_time), dtype=np.int16)
-    tl.__post_init__()
-    return tl
-
-
 def _pick_pid(ops: list[dict[str, Any]], top: dict[str, Any]) -> Any:
     """The measured process if the file has one, else the first."""
     pids = sorted({o["pid"] for o in ops}, key=str)
@@ -467,10 +413,10 @@ def timeline_from_events(
         )
     _add_flow_deps(b, row_of_index, [f for f in flows if f[2] == pid])
     tl = b.build(source=source, device=device, name=name, meta={"trace_format": GENERATOR})
-    names = _device_names(pid, top)
+    names = device_names(pid, top)
     if names:
         links = [e for e in mine if e["cat"] == "link"]
-        tl = _with_devices(tl, names, ops, links)
+        tl = with_devices(tl, names, ops, links)
     return tl
 
 
