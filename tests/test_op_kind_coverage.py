@@ -37,7 +37,10 @@ APP = Path(__file__).resolve().parents[1] / "app"
 KINDS = [k.name for k in REGISTRY]
 #: Layers that must be registered (more may be: every registered one is checked). A layer
 #: that keeps a per-kind table adds its name here when it starts registering it.
-EXPECTED_LAYERS = {"schema", "op_defaults", "executor", "codegen_python", "codegen_cuda"}
+EXPECTED_LAYERS = {
+    "schema", "op_defaults", "engine", "reference", "executor", "codegen_python", "codegen_cuda",
+    "inspector",
+}  # fmt: skip
 
 
 def _layer_modules() -> list[str]:
