@@ -214,7 +214,7 @@ class DeviceRun:
         pc, steps, before, after = time.perf_counter_ns, self.steps, self.before, self.after
         for i in range(len(steps)):
             if cancel is not None and cancel():
-                raise ExecutionCancelled(f"cancelled at op {i}")
+                raise ExecutionCancelled(f"cancelled at op {self.program_index(i)}")
             b = before[i]
             if b is not None:
                 b()
@@ -224,14 +224,18 @@ class DeviceRun:
             except Exception as err:  # noqa: BLE001 - numba raises its own CUDA error types
                 op = self.plan.ops[i]
                 raise GpuError(
-                    f"CUDA error at op {i} ({op.label}): {err}; the run was stopped and its "
-                    "memory, streams and events released"
+                    f"CUDA error at op {self.program_index(i)} ({op.label}): {err}; the run was "
+                    "stopped and its memory, streams and events released"
                 ) from err
             t_s[i] = t0
             t_e[i] = pc()
             a = after[i]
             if a is not None:
                 a()
+
+    def program_index(self, i: int) -> int:
+        """The program index of this run's op ``i`` (the same on a single device)."""
+        return i
 
     def _collect(self, t_s: np.ndarray, t_e: np.ndarray) -> dict[str, np.ndarray]:
         assert self.probe is not None

@@ -103,6 +103,12 @@ def _enter(d: int, simulator: bool) -> Callable[[], None]:
 class _DeviceRun(DeviceRun):
     """One device's share of the run: :class:`DeviceRun`'s resources and steps, set up op by op."""
 
+    #: Program index of each of this device's ops (its plan's ops are numbered locally).
+    indexes: list[int]
+
+    def program_index(self, i: int) -> int:
+        return self.indexes[i] if i < len(self.indexes) else i
+
     def setup_local(self, probe: Probe) -> None:
         be = self.backend
         for s in self.plan.streams:
@@ -184,6 +190,7 @@ class _MultiRun:
         for d, be in enumerate(self.backends):
             # Made on the device's own thread: the main thread has no device context.
             self.runs.append(w.call(d, _new_run, be, plan.plans[d]))
+            self.runs[d].indexes = [op.index for op in plan.ops if op.device == d]
         probes = self._probes(probe_choice)
         w.all(lambda d: self.runs[d].setup_local(probes[d]))
         self._enable_peers()

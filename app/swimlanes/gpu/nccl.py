@@ -1,24 +1,27 @@
 """NCCL for the multi-device executor: a small typed ctypes wrapper of the NCCL library.
 
-Binding decision (issue 15). Two ways were tried:
+Binding decision (issue 15). Two ways were tried, both on a machine of 2 H200s (2026-11-24,
+driver 580.159.04, CUDA 13, NCCL 2.28.9 from the image's ``nvidia-nccl-cu13``):
 
-* ``nccl4py`` (NVIDIA's Python bindings, 0.6.0, the current release): its wheel downloads for
-  CPython 3.12 / manylinux_2_28, but it pins ``cuda-core~=1.0`` and ``cuda-pathfinder>=1.5.4``
-  and its ``cu13`` extra pulls ``nvidia-cutlass-dsl`` (for its device-side API, which Swimlanes
-  does not use). The GPU image has ``nvidia-nccl-cu13``, ``cuda-bindings`` and ``cuda-core``
-  but no nccl4py, so using it means carrying its 3.7 MB wheel and matching its pins to the
-  image's ``cuda-core`` on every machine the app runs on.
+* ``nccl4py`` 0.6.0 (NVIDIA's Python bindings, the current release): the image has no nccl4py,
+  so its 3.7 MB wheel had to be carried; installed without its dependencies it imported there
+  and found the same NCCL (``get_version()`` 22809). Its wheel pins ``cuda-core~=1.0`` and
+  ``cuda-pathfinder>=1.5.4``, and its ``cu13`` extra pulls ``nvidia-cutlass-dsl`` (for its
+  device-side API, which Swimlanes does not use): one more dependency, with pins, for every
+  machine the app runs on.
 * ``cuda-bindings`` (already the executor's driver binding) plus the NCCL library that the
-  ``nvidia-nccl-cu13`` wheel (or a system NCCL) installs, loaded through ``ctypes``.
+  ``nvidia-nccl-cu13`` wheel (or a system NCCL) installs, loaded through ``ctypes``: it ran the
+  multi-GPU tests and the links calibration there (peer copies, all four collectives, one and
+  two ranks, data checked).
 
-Swimlanes uses the second: the executor needs eleven entry points of NCCL's stable C API
+Swimlanes uses the second: the executor needs twelve entry points of NCCL's stable C API
 (``ncclGetVersion``, ``ncclGetUniqueId``, ``ncclCommInitAll``, ``ncclCommInitRank``, the four
-collectives, ``ncclGroupStart``/``End``, ``ncclCommDestroy``/``Abort``, ``ncclGetErrorString``),
-the wrapper below types each of them, and it adds no dependency: whatever NCCL the machine's
-PyTorch or JAX uses is found and used. Streams and device pointers are plain integers (the
-executor's ``cuda.bindings`` handles), so nothing has to be converted between two bindings.
-The device check (``tests/gpu/run_on_device.sh multi``) prints which NCCL loaded and whether
-nccl4py imports next to it.
+collectives, ``ncclGroupStart``/``End``, ``ncclCommDestroy``/``Abort``, plus
+``ncclGetErrorString``), the wrapper below types each of them, and it adds no dependency:
+whatever NCCL the machine's PyTorch or JAX uses is found and used. Streams and device pointers
+are plain integers (the executor's ``cuda.bindings`` handles), so nothing is converted between
+two bindings. ``tests/gpu/run_on_device.sh multi`` prints which NCCL loaded and whether
+nccl4py imports beside it (where its wheel is carried), so the choice can be re-checked.
 
 Nothing here is imported at app start: :func:`load_nccl` runs only when a pipeline with a
 collective is executed or links are calibrated (CI has no GPU and no NCCL).
