@@ -18,10 +18,32 @@ from swimlanes.gpu.sim_backend import SimulatorBackend  # noqa: E402
 from swimlanes.model.validate import pipeline_from_dict  # noqa: E402
 
 CREATED: list[SimulatorBackend] = []
+#: Set by a scenario: the next device backend made fails its Nth issued peer copy.
+FAIL_PEER_COPY = {"nth": 0}
+
+
+class FailingPeerCopy(SimulatorBackend):
+    """A device whose Nth issued peer copy fails (a CUDA error mid-run)."""
+
+    def __init__(self, nth: int) -> None:
+        super().__init__()
+        self.nth, self.copies = nth, 0
+
+    def prepare_peer_copy(self, s, dst, dst_context, src, src_context, nbytes):  # type: ignore[no-untyped-def]
+        inner = super().prepare_peer_copy(s, dst, dst_context, src, src_context, nbytes)
+
+        def step() -> None:
+            self.copies += 1
+            if self.copies == self.nth:
+                raise GpuError("cuMemcpyPeerAsync failed: CUDA_ERROR_ILLEGAL_ADDRESS")
+            inner()
+
+        return step
 
 
 def _tracked(simulator: bool) -> SimulatorBackend:
-    be = SimulatorBackend()
+    nth, FAIL_PEER_COPY["nth"] = FAIL_PEER_COPY["nth"], 0
+    be = FailingPeerCopy(nth) if nth else SimulatorBackend()
     CREATED.append(be)
     return be
 
@@ -150,6 +172,34 @@ def cancel_mid_run() -> dict:
     return run(TWO, repeat=3, warmup=1, cancel=stop)
 
 
+def error_on_one_device() -> dict:
+    """gpu1's first peer copy fails while gpu0 waits for it in the all-reduce."""
+    FAIL_PEER_COPY["nth"] = 1
+    program = [
+        {"op": "peer_copy", "stream": "s1", "bytes": 1024, "src_device": "gpu1",
+         "dst_device": "gpu0"},
+        ar("s0"), ar("s1"),
+    ]  # fmt: skip
+    return run(program, repeat=2, warmup=0)
+
+
+def device_memory() -> dict:
+    from swimlanes.gpu.plan import DeviceInfo
+
+    CREATED.clear()
+    small = DeviceInfo("small", 132, 2048, 32, free_bytes=1 << 30, total_bytes=2 << 30)
+    first = SimulatorBackend(info=small)
+    CREATED.append(first)
+    big = [{"op": "peer_copy", "stream": "s1", "bytes": 3 << 30, "src_device": "gpu0",
+            "dst_device": "gpu1"}]  # fmt: skip
+    try:
+        execute(pipeline_from_dict(doc(big)), cuda_backend=first)
+        return {"error": None}
+    except GpuError as err:
+        allocs = sum(1 for be in CREATED for c in be.calls if c[0] == "alloc")
+        return {"error": str(err), "allocs": allocs}
+
+
 def cross_device_event() -> dict:
     program = [
         {"op": "host", "duration_us": 3000},
@@ -183,6 +233,8 @@ SCENARIOS = {
         cancel_mid_run,
         cross_device_event,
         links_calibration,
+        error_on_one_device,
+        device_memory,
     )  # fmt: skip
 }
 

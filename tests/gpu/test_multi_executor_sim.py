@@ -137,3 +137,20 @@ def test_the_links_calibration_measures_every_pair_and_collective(sim: dict) -> 
     assert fields["gpus"] == 2 and fields["link_gbps"] > 0 and fields["nccl_bus_gbps"] > 0
     assert set(fields["issue_cost_us"]) == {"peer_copy", *raw["collectives"]}
     assert links["preset_gpus"] == 2
+
+
+def test_an_error_on_one_device_stops_the_others_and_names_the_op(sim: dict) -> None:
+    failed = sim["error_on_one_device"]
+    # gpu0 was waiting for gpu1 in the all-reduce: it is released, and the cause is reported.
+    assert failed["type"] == "GpuError"
+    assert failed["error"].startswith("CUDA error at op 0 (peer copy): cuMemcpyPeerAsync")
+    assert failed["live"] == [0, 0]
+
+
+def test_device_memory_is_checked_per_device_before_allocating(sim: dict) -> None:
+    refused = sim["device_memory"]
+    # The peer copy's source buffer is gpu0's: 3 GiB where 1 GiB is free.
+    assert (
+        refused["error"] == "this pipeline needs 3.0 GiB of device memory on gpu0, 1.0 GiB is free"
+    )
+    assert refused["allocs"] == 0

@@ -24,8 +24,15 @@ SIM_WAIT_S = 120.0
 
 
 class Collectives(Protocol):
+    """What the multi-device executor needs: a step per collective op, and the ways out."""
+
     def prepare(self, op: MultiOp, s: StreamHandle, send: Buffer, recv: Buffer) -> Step: ...
-    def abort(self) -> None: ...
+    def interrupt(self) -> None:
+        """Release host threads waiting in a collective (safe while others still issue)."""
+
+    def abort(self) -> None:
+        """End unfinished collectives (every host thread has returned)."""
+
     def close(self) -> None: ...
 
 
@@ -71,6 +78,9 @@ class NcclCollectives:
                 nccl.check(result, name)
 
         return step
+
+    def interrupt(self) -> None:
+        """NCCL calls do not wait on the host: nothing to release here."""
 
     def abort(self) -> None:
         """Stop NCCL kernels that wait for a rank that stopped (a failed or cancelled run)."""
@@ -141,9 +151,12 @@ class SimCollectives:
 
         return step
 
-    def abort(self) -> None:
+    def interrupt(self) -> None:
         for barrier in self.barriers.values():
             barrier.abort()
+
+    def abort(self) -> None:
+        self.interrupt()
 
     def close(self) -> None:
         self.ranks.clear()

@@ -70,16 +70,25 @@ class _Workers:
     def call(self, d: int, fn: Callable[..., T], *args: Any) -> T:
         return self.pools[d].submit(fn, *args).result()
 
-    def all(self, fn: Callable[[int], T], stop: threading.Event | None = None) -> list[T]:
+    def all(
+        self,
+        fn: Callable[[int], T],
+        stop: threading.Event | None = None,
+        on_error: Callable[[], None] | None = None,
+    ) -> list[T]:
         """``fn(d)`` on every device's thread at once; the first error is raised once all
-        have returned (``stop`` is set at the first error so the others stop early)."""
+        have returned. At the first error ``stop`` is set and ``on_error`` called, so that the
+        other threads stop early instead of waiting for the one that failed."""
         futures = [pool.submit(fn, d) for d, pool in enumerate(self.pools)]
         done, _ = cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
         failed = [f for f in done if f.exception() is not None]
         if failed and stop is not None:
             stop.set()
+        if failed and on_error is not None:
+            on_error()
         cf.wait(futures)
-        for f in futures:
+        # The first failure is the cause; the others' errors follow from it.
+        for f in [*failed, *futures]:
             err = f.exception()
             if err is not None:
                 raise err
@@ -285,13 +294,18 @@ class _MultiRun:
 
         gc_was_on = gc.isenabled()
         gc.disable()  # one collection would stall every device's thread
-        try:
-            times = w.all(lambda d: runs[d].issue(start, stop), self.stop)
-        except BaseException:
-            self.failed = True
+
+        def unblock() -> None:
+            # Threads still waiting for the one that failed: at the start, or (simulator) in
+            # a collective. NCCL's own waits end in release(), once every thread returned.
             start.abort()
             if self.collectives is not None:
-                self.collectives.abort()
+                self.collectives.interrupt()
+
+        try:
+            times = w.all(lambda d: runs[d].issue(start, stop), self.stop, unblock)
+        except BaseException:
+            self.failed = True
             raise
         finally:
             if gc_was_on:
@@ -416,7 +430,7 @@ def execute_multi(
                     workers.call(d, _new_backend, simulator) for d in range(n)]  # fmt: skip
         infos = [workers.call(d, be.device_info) for d, be in enumerate(backends)]
         plan = make_multi_plan(pipeline, infos)
-        check_multi_memory(plan, infos)
+        check_multi_memory(plan, infos, backends[0].host_available_bytes())
         run = _MultiRun(pipeline, plan, backends, workers)
         return _repeat(run, pipeline, infos, repeat, warmup, backend, nvtx, progress, cancel,
                        on_partial)  # fmt: skip

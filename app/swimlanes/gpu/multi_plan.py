@@ -16,7 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from swimlanes.gpu.errors import GpuError, gib
-from swimlanes.gpu.plan import DeviceInfo, ResourcePlan, make_plan
+from swimlanes.gpu.plan import HOST_RESERVE_BYTES, DeviceInfo, ResourcePlan, make_plan
 from swimlanes.model.document import (
     COLLECTIVE_OPS,
     DEFAULT_STREAM,
@@ -237,8 +237,19 @@ def _check_instances(ops: list[MultiOp], comms: dict[str, list[int]], names: lis
             )
 
 
-def check_multi_memory(plan: MultiPlan, infos: list[DeviceInfo]) -> None:
-    """Refuse, before allocating anything, a plan that needs more memory than a device has."""
+def check_multi_memory(
+    plan: MultiPlan, infos: list[DeviceInfo], host_available: int | None = None
+) -> None:
+    """Refuse, before allocating anything, a plan that needs more memory than a device has,
+    or more host memory (every device's pinned and pageable buffers) than is free."""
+    if host_available is not None:
+        host = sum(p.pinned_bytes + p.pageable_bytes for p in plan.plans)
+        usable = max(0, host_available - HOST_RESERVE_BYTES)
+        if host > usable:
+            raise GpuError(
+                f"this pipeline needs {gib(host)} of host memory (pinned and pageable, all "
+                f"devices), {gib(usable)} is free"
+            )
     for d, info in enumerate(infos):
         need = plan.device_bytes(d)
         if need > info.free_bytes:
