@@ -104,3 +104,44 @@ def test_the_h200x2_measurement_refits_to_its_preset() -> None:
     assert fit["nccl_bus_gbps"] == preset["nccl_bus_gbps"]
     assert fit["nccl_latency_us"] == preset["nccl_latency_us"]
     assert preset["nccl_channels"] == 24 and raw["data_check_ok"]
+
+
+def test_calibrate_links_writes_the_measured_links_into_the_preset(
+    monkeypatch: pytest.MonkeyPatch, tmp_path, capsys
+) -> None:
+    """``swimlanes calibrate --links``: the links go into the built-in preset of this GPU
+    (no calibration of this host is cached), which is written but not cached."""
+    import json
+
+    import swimlanes.gpu
+    import swimlanes.gpu.backend
+    import swimlanes.gpu.calibrate_links as cl
+    from swimlanes.cli import main
+    from swimlanes.gpu.plan import DeviceInfo
+
+    class Fake:
+        def device_info(self) -> DeviceInfo:
+            return DeviceInfo("NVIDIA H200", 132, 2048, 32, 1 << 30, 1 << 30)
+
+        def driver_version(self) -> str:
+            return "580.159.04, CUDA 13.0"
+
+    fields = {"gpus": 2, "link": "nvlink", "link_gbps": 396.2, "link_latency_us": 1.9,
+              "nccl_bus_gbps": 270.2, "nccl_latency_us": 5.0, "nccl_channels": 24,
+              "issue_cost_us": {"all_reduce": 27.2}}  # fmt: skip
+    raw = {"date": "2026-11-24 22:41 UTC", "nccl": "2.28.9", "backend": "cupti",
+           "seconds": 5.5, "data_check_ok": True, "nccl_channels_source": "NCCL INFO log"}  # fmt: skip
+    monkeypatch.setattr(swimlanes.gpu, "cuda_available", lambda: True)
+    monkeypatch.setattr(swimlanes.gpu.backend, "make_backend", lambda: Fake())
+    monkeypatch.setattr(swimlanes.gpu.backend, "device_count", lambda: 2)
+    monkeypatch.setattr(cl, "calibrate_links", lambda **kw: (fields, raw))
+    out = tmp_path / "links.json"
+    assert main(["calibrate", "--links", "-o", str(out), "--raw", str(tmp_path / "raw.json")]) == 0
+    preset = json.loads(out.read_text())
+    assert preset["name"] == "h200" and preset["gpus"] == 2 and preset["link_gbps"] == 396.2
+    assert preset["issue_cost_us"]["all_reduce"] == 27.2 and "kernel" in preset["issue_cost_us"]
+    assert "NCCL 2.28.9" in preset["description"]
+    printed = capsys.readouterr()
+    assert "peer copy         396.2 GB/s per pair, 1.9 us latency" in printed.out
+    assert "written but not cached" in printed.err and "cached for" not in printed.out
+    assert json.loads((tmp_path / "raw.json").read_text())["links"]["nccl"] == "2.28.9"

@@ -45,7 +45,15 @@ def run(args: argparse.Namespace) -> int:
         raw: dict[str, Any] = {}
         args.links = getattr(args, "links", False)
         if args.links:
-            preset = _base_preset(host)
+            preset, cached = _base_preset(host)
+            if not cached and not getattr(args, "no_cache", False):
+                # Built-in single-GPU figures are not this host's calibration: not cached.
+                print(
+                    "note: no calibration of this host is cached: the links go into the "
+                    "built-in preset of this GPU, which is written but not cached",
+                    file=sys.stderr,
+                )
+                args.no_cache = True
         else:
             preset, raw = calibrate(
                 quick=args.quick,
@@ -77,17 +85,17 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _base_preset(host: HostIdentity) -> dict:
+def _base_preset(host: HostIdentity) -> tuple[dict, bool]:
     """What ``--links`` adds the links to: this host's cached preset, else the built-in preset
-    of this GPU."""
+    of this GPU; and whether it was the cached one."""
     from swimlanes.engine.presets import get_preset, load_preset
     from swimlanes.gpu.calibrate import preset_name
     from swimlanes.gpu.preset_cache import find_for_host
 
     entry = find_for_host(host)
     if entry is not None:
-        return load_preset(entry.path).to_dict()
-    return get_preset(preset_name(host.gpu)).to_dict()
+        return load_preset(entry.path).to_dict(), True
+    return get_preset(preset_name(host.gpu)).to_dict(), False
 
 
 def _links(preset: dict, raw: dict, args: argparse.Namespace, progress: Any) -> tuple[dict, dict]:
