@@ -137,7 +137,11 @@ def _meta(run: _MultiRun, ranges: NvtxRanges, repeat: int) -> dict[str, Any]:
         "repeat": repeat,
         "nvtx": ranges.status,
         "devices": list(run.plan.devices),
-        "device_bytes": [run.plan.device_bytes(d) for d in range(len(run.plan.devices))],
+        "device_bytes": sum(run.plan.device_bytes(d) for d in range(len(run.plan.devices))),
+        "device_bytes_per_device": {
+            name: run.plan.device_bytes(d) for d, name in enumerate(run.plan.devices)
+        },
+        "pinned_bytes": sum(p.pinned_bytes for p in run.plan.plans),
         "peer_access": dict(run.peer),
         "host": dict(run.runs[0].host) if run.runs else {},
     }
