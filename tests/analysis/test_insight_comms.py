@@ -13,7 +13,7 @@ from types import ModuleType
 import pytest
 
 from swimlanes.analysis.communication import communication_summary
-from swimlanes.analysis.insight_comms import merge_pairs
+from swimlanes.analysis.insight_comms import merge_pairs, separate_comm_streams
 from swimlanes.analysis.insights import Insight, explain
 from swimlanes.engine import get_preset, simulate
 from swimlanes.model.document import Communicator, Device, Op, Pipeline, Stream
@@ -114,6 +114,26 @@ def test_collectives_on_the_compute_stream_are_exposed() -> None:
     assert "same stream as the kernels" in insight.message
     assert "communication stream" in insight.advice
     assert len(insight.op_indexes) == 36  # gpu0's all-reduces
+    # the what-if moves them back onto a stream of their own: the shipped example's schedule
+    shipped = simulate(lessons.ddp_pipeline(25), lessons.DDP_DEVICE).makespan_ns
+    assert f"the model predicts {shipped / 1e6:.2f} ms instead of" in insight.message
+    assert insight.estimated_saving_ns == simulate(p, lessons.DDP_DEVICE).makespan_ns - shipped
+
+
+def test_separate_comm_streams_moves_only_collectives_beside_kernels() -> None:
+    p = one_stream(lessons.ddp_pipeline(10))
+    before = len(p.program)
+    separate_comm_streams(p)
+    assert [s.name for s in p.streams if s.name.endswith("compute comm")] == [
+        f"gpu{d} compute comm" for d in range(8)
+    ]
+    assert {p.stream_device(f"gpu{d} compute comm") for d in range(8)} == {
+        f"gpu{d}" for d in range(8)
+    }
+    reduces = [op for op in p.program if op.op == "all_reduce"]
+    assert all(op.stream and op.stream.endswith("compute comm") for op in reduces)
+    # a record and a wait per all-reduce, and one pair after the last one of each device
+    assert len(p.program) == before + 2 * len(reduces) + 2 * 8
 
 
 def test_ddp_with_a_communication_stream_hides_its_collectives() -> None:

@@ -10,7 +10,7 @@ import numpy as np
 
 from swimlanes.analysis.communication import DeviceCommunication, communication_summary
 from swimlanes.analysis.insight_context import Insight, InsightContext, grade, saving_text
-from swimlanes.model.document import COLLECTIVE_OPS, OP_KINDS, Op, Pipeline
+from swimlanes.model.document import COLLECTIVE_OPS, OP_KINDS, Op, Pipeline, Stream
 from swimlanes.timeline.compare import fmt_bytes, fmt_pct, fmt_time, plural
 from swimlanes.timeline.metrics import interval_union, overlap_length
 
@@ -87,10 +87,17 @@ def exposed_communication(ctx: InsightContext) -> list[Insight]:
             f" {ctx.names(shared)} share a stream with the kernels, so stream order makes the "
             "next kernels wait for them."
         )
+    saving = ctx.what_if_saving("comm-stream", separate_comm_streams) if shared else None
+    message += saving_text(
+        ctx,
+        saving,
+        "With the collectives on a communication stream of their own (each waiting on an event "
+        "where it was issued, the stream's later ops waiting only for the last one)",
+    )
     return [
         Insight(
             rule="exposed_communication",
-            severity=grade(ctx, exposed),
+            severity=grade(ctx, exposed, saving),
             title=f"Communication not overlapped: {fmt_time(exposed)} on {dev.device}",
             message=message,
             advice=(
@@ -100,8 +107,48 @@ def exposed_communication(ctx: InsightContext) -> list[Insight]:
                 "so that the first collectives run while the later kernels still compute."
             ),
             op_indexes=ctx.indexes(r for _, r in rows),
+            estimated_saving_ns=saving,
         )
     ]
+
+
+def separate_comm_streams(pipeline: Pipeline) -> None:
+    """Move the collectives that share a stream with kernels onto a new stream of the same
+    device: each waits on an event recorded where it was issued, and the original stream's
+    ops after the last of them wait for it (the ops in between no longer do: the what-if
+    assumes they do not read the collectives' results, as a DDP backward pass does not)."""
+    kernel_streams = {op.stream_name for op in pipeline.program if op.op == "kernel"}
+    moved = {
+        i
+        for i, op in enumerate(pipeline.program)
+        if op.op in COLLECTIVE_OPS and op.stream_name in kernel_streams
+    }
+    last = {pipeline.program[i].stream_name: i for i in sorted(moved)}
+    names = {s.name for s in pipeline.all_streams}
+    comm_of: dict[str, str] = {}
+    program: list[Op] = []
+    for i, op in enumerate(pipeline.program):
+        stream = op.stream_name or ""
+        if i not in moved:
+            program.append(op)
+            continue
+        if stream not in comm_of:
+            comm = f"{stream} comm"
+            while comm in names:
+                comm += " (what-if)"
+            names.add(comm)
+            comm_of[stream] = comm
+            pipeline.streams.append(
+                Stream(comm, "non_blocking", device=pipeline.stream_device(stream))
+            )
+        comm, ready = comm_of[stream], f"{stream} what-if {i}"
+        program += [Op("event_record", stream, event=ready), Op("event_wait", comm, event=ready)]
+        op.stream = comm
+        program.append(op)
+        if last[stream] == i:
+            done = f"{stream} what-if done"
+            program += [Op("event_record", comm, event=done), Op("event_wait", stream, event=done)]
+    pipeline.program = program
 
 
 def _shared_streams(ctx: InsightContext, dev: DeviceCommunication) -> list[int]:
