@@ -11,6 +11,7 @@ nothing is left behind.
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import os
 from typing import Any
 
@@ -117,6 +118,8 @@ class NumbaBackend:
     def release(self, buf: Buffer) -> None:
         if buf.kind == "device":
             self.check(self.drv.cuMemFree(buf.ptr), "cuMemFree")
+        elif buf.kind == "flag":
+            self.check(self.drv.cuMemFreeHost(buf.ptr), "cuMemFreeHost")
         buf.array = None
         self._live -= 1
 
@@ -382,6 +385,44 @@ class NumbaBackend:
         out = np.zeros(1, dtype=np.float32)
         self.check(self.drv.cuMemcpyDtoH(out.ctypes.data, buf.ptr + 4 * element, 4), "cuMemcpyDtoH")
         return float(out[0])
+
+    def alloc_flag(self) -> Buffer:
+        """A 32-bit flag in pinned host memory that every device's streams can write and wait
+        on (portable, mapped: with unified addressing its address is the same everywhere)."""
+        d = self.drv
+        flags = int(d.CU_MEMHOSTALLOC_PORTABLE) | int(d.CU_MEMHOSTALLOC_DEVICEMAP)
+        ptr = int(self.check(d.cuMemHostAlloc(4, flags), "cuMemHostAlloc"))
+        arr = np.ctypeslib.as_array((ctypes.c_uint32 * 1).from_address(ptr))
+        arr[0] = 0
+        self._live += 1
+        return Buffer("flag", 4, ptr, arr)
+
+    def prepare_signal(self, s: StreamHandle, flag: Buffer, counter: list[int]) -> Step:
+        """cuStreamWriteValue32: the stream sets ``flag`` to ``counter[0]`` (read at issue)
+        once its earlier work is done."""
+        d, check, ok = self.drv, self.check, self.drv.CUresult.CUDA_SUCCESS
+        stream, addr, write = d.CUstream(s.handle), d.CUdeviceptr(flag.ptr), d.cuStreamWriteValue32
+
+        def step() -> None:
+            r = write(stream, addr, counter[0], 0)
+            if r[0] != ok:
+                check(r, "cuStreamWriteValue32")
+
+        return step
+
+    def prepare_await(self, s: StreamHandle, flag: Buffer, counter: list[int]) -> Step:
+        """cuStreamWaitValue32: later work on the stream waits until ``flag`` reaches
+        ``counter[0]`` (read at issue), without blocking the host."""
+        d, check, ok = self.drv, self.check, self.drv.CUresult.CUDA_SUCCESS
+        stream, addr, wait = d.CUstream(s.handle), d.CUdeviceptr(flag.ptr), d.cuStreamWaitValue32
+        geq = int(d.CUstreamWaitValue_flags.CU_STREAM_WAIT_VALUE_GEQ)
+
+        def step() -> None:
+            r = wait(stream, addr, counter[0], geq)
+            if r[0] != ok:
+                check(r, "cuStreamWaitValue32")
+
+        return step
 
     def prepare_peer_copy(
         self,

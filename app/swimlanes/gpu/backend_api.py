@@ -111,3 +111,8 @@ def busy_wait_ns(duration_ns: int) -> None:
     end = pc() + duration_ns
     while pc() < end:
         pass
+
+
+def flag_reached(value: int, target: int) -> bool:
+    """cuStreamWaitValue32's default test: (int32)(value - target) >= 0, a cyclic >=."""
+    return (value - target) & 0xFFFFFFFF < 0x80000000

@@ -5,8 +5,11 @@ made by its own worker thread, in which d's primary context is current. Set-up r
 order, op by op on the op's device's thread (so cross-device events and buffers exist before
 they are used); each timed repetition then starts every device's thread at one barrier, and
 each issues its device's ops in program order, as the simulator's semantics say. An event wait
-whose latest record belongs to another device waits (on the host) until that record was
-issued, so the wait means what the program list says.
+whose latest record belongs to another device must wait for that record even when its thread
+gets there first (CUDA would let a wait on a not yet recorded event pass): the record's stream
+also writes a flag in pinned host memory (``cuStreamWriteValue32``, the repetition's number)
+and the waiting stream waits for it on the device (``cuStreamWaitValue32``), so no host thread
+blocks; an ``event_sync`` on such an event waits on the host for the flag.
 
 Peer access is enabled between every pair that copies or rings data; peer copies are
 ``cuMemcpyPeerAsync`` on the op's stream; collectives run through NCCL (:mod:`.nccl`): one
@@ -26,13 +29,14 @@ import concurrent.futures as cf
 import contextlib
 import gc
 import threading
+import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
 import numpy as np
 
 from swimlanes.gpu.backend import device_count, make_backend
-from swimlanes.gpu.backend_api import Buffer, CudaBackend, Step
+from swimlanes.gpu.backend_api import Buffer, CudaBackend, Step, flag_reached
 from swimlanes.gpu.collectives import Collectives, make_collectives
 from swimlanes.gpu.device_run import Cancel, DeviceRun, Progress, chain, quietly
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError
@@ -142,6 +146,11 @@ class _DeviceRun(DeviceRun):
         stream = self.streams.get(op.stream) if op.stream else None
         return self._prepare(op, stream, self.pools.get(op.stream or ""), latest)
 
+    def alloc_flag(self) -> Buffer:
+        flag: Buffer = getattr(self.backend, "alloc_flag")()  # noqa: B009
+        self.buffers.append(flag)
+        return flag
+
     def alloc_device(self, nbytes: int, fill: float | None) -> Buffer:
         buf = self.backend.alloc("device", nbytes)
         self.buffers.append(buf)
@@ -186,7 +195,11 @@ class _MultiRun:
         self.runs: list[_DeviceRun] = []
         self.collectives: Collectives | None = None
         self.stop = threading.Event()
-        self.flags: dict[int, threading.Event] = {}
+        #: Cross-device events: the record op's flag (pinned, every device's streams reach
+        #: it), set by its stream to the repetition's number when the event completes.
+        self.flags: dict[int, Buffer] = {}
+        self.counter = [0]
+        self.cross: dict[int, int] = {}
         self.outputs: dict[int, tuple[int, Buffer, int]] = {}  # op -> (device, buffer, bytes)
         self.peer: dict[str, bool] = {}
         self.link_kinds: dict[tuple[int, int], str] = {}
@@ -207,9 +220,9 @@ class _MultiRun:
             ordinals = {c: m for c, m in plan.communicators.items()}
             self.collectives = make_collectives(self.backends, ordinals)
         latest: dict[str, Any] = {}
-        recorded_on: dict[str, tuple[int, int]] = {}
+        self.cross = cross_device_waits(self.pipeline, plan)
         for op in plan.ops:
-            step = self._prepare(op, latest, recorded_on)
+            step = self._prepare(op, latest)
             w.call(op.device, self.runs[op.device].add_step, op.local, step, nvtx)
 
     def _probes(self, choice: str) -> list[Probe]:
@@ -236,23 +249,31 @@ class _MultiRun:
             self.link_kinds[(a, b)] = _link_kind(a, b, self.backends[0].simulator)
         self.contexts = contexts
 
-    def _prepare(self, op: MultiOp, latest: dict[str, Any],
-                 recorded_on: dict[str, tuple[int, int]]) -> Step:  # fmt: skip
+    def _prepare(self, op: MultiOp, latest: dict[str, Any]) -> Step:
         run, w = self.runs[op.device], self.workers
         if op.kind == PEER_COPY:
             return self._peer_copy(op)
         if op.kind in COLLECTIVE_OPS:
             return self._collective(op)
         step = w.call(op.device, run.prepare_local, op.local, latest)
-        name = run.plan.ops[op.local].event
-        if op.kind == "event_record" and name is not None:
-            recorded_on[name] = (op.device, op.index)
-            flag = self.flags[op.index] = threading.Event()
-            return _then(step, flag.set)
-        if op.kind in EVENT_OPS and name in recorded_on and recorded_on[name][0] != op.device:
-            flag = self.flags[recorded_on[name][1]]
-            return _after(flag, step, self.stop, f"op {op.index} waits for event {name!r}")
+        be: Any = self.backends[op.device]
+        stream = run.streams.get(run.plan.ops[op.local].stream or "")
+        if op.index in set(self.cross.values()):  # a record another device waits for
+            flag = self.flags[op.index] = w.call(op.device, run.alloc_flag)
+            return _then(step, w.call(op.device, be.prepare_signal, stream, flag, self.counter))
+        if op.index in self.cross:
+            flag = self.flags[self.cross[op.index]]
+            if op.kind == "event_wait":  # the stream waits on the device, the host goes on
+                wait = w.call(op.device, be.prepare_await, stream, flag, self.counter)
+                return _then(wait, step)
+            return _then(_host_await(flag, self.counter, self.stop, op.index), step)
         return step
+
+    def release_waits(self) -> None:
+        """Let every stream and thread waiting on a cross-device event go (a failed run)."""
+        for flag in self.flags.values():
+            if flag.array is not None:
+                flag.array[0] = (self.counter[0] + 0x3FFFFFFF) & 0xFFFFFFFF
 
     def _peer_copy(self, op: MultiOp) -> Step:
         w, n = self.workers, op.send_bytes
@@ -285,8 +306,7 @@ class _MultiRun:
             probe = runs[d].probe
             assert probe is not None
             w.call(d, probe.begin_repetition, runs[d]._warm_up)
-        for flag in self.flags.values():
-            flag.clear()
+        self.counter[0] += 1  # this repetition's cross-device events
         start = threading.Barrier(len(runs))
 
         def stop() -> bool:
@@ -299,6 +319,7 @@ class _MultiRun:
             # Threads still waiting for the one that failed: at the start, or (simulator) in
             # a collective. NCCL's own waits end in release(), once every thread returned.
             start.abort()
+            self.release_waits()
             if self.collectives is not None:
                 self.collectives.interrupt()
 
@@ -335,6 +356,8 @@ class _MultiRun:
 
     # -- tear-down ----------------------------------------------------------------------------
     def release(self) -> None:
+        if self.failed:
+            self.release_waits()
         if self.collectives is not None:
             if self.failed:
                 quietly(self.collectives.abort)
@@ -388,14 +411,38 @@ def _then(step: Step, after: Callable[[], None]) -> Step:
     return both
 
 
-def _after(flag: threading.Event, step: Step, stop: threading.Event, what: str) -> Step:
+def _host_await(flag: Buffer, counter: list[int], stop: threading.Event, index: int) -> Step:
+    """An event_sync on another device's event: the host waits until that event's stream set
+    its flag (the event completed), or the run stopped."""
+    arr = flag.array
+    assert arr is not None
+
     def waiting() -> None:
-        while not flag.wait(0.05):
+        deadline = time.monotonic() + WAIT_S
+        while not flag_reached(int(arr[0]), counter[0]):
             if stop.is_set():
-                raise ExecutionCancelled(f"stopped: {what}, and another device stopped")
-        step()
+                raise ExecutionCancelled(f"stopped at op {index}: another device stopped")
+            if time.monotonic() > deadline:
+                raise GpuError(f"op {index} waited {WAIT_S:g} s for another device's event")
+            time.sleep(0.00002)
 
     return waiting
+
+
+def cross_device_waits(pipeline: Pipeline, plan: MultiPlan) -> dict[int, int]:
+    """Waits (event_wait, event_sync) whose event's latest earlier record is on another
+    device: wait op index -> record op index."""
+    latest: dict[str, MultiOp] = {}
+    out: dict[int, int] = {}
+    for op in plan.ops:
+        name = pipeline.program[op.index].event
+        if name is None:
+            continue
+        if op.kind == "event_record":
+            latest[name] = op
+        elif op.kind in EVENT_OPS and name in latest and latest[name].device != op.device:
+            out[op.index] = latest[name].index
+    return out
 
 
 def execute_multi(

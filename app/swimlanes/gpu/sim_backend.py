@@ -8,6 +8,12 @@ copies go through numba's ``copy_to_device`` / ``copy_to_host`` on those streams
 issued call is appended to :attr:`calls` so tests can check what was issued, in which order.
 The simulator runs every GPU thread as a Python thread, so a kernel is launched with one
 block of one thread and its requested configuration is logged instead.
+
+For multi-device runs each simulated device is one backend: peer copies are host copies,
+collectives meet on the host (swimlanes.gpu.collectives), and a stream's wait for another
+device's event is a host wait, since work runs when it is issued. So a pipeline whose host
+threads depend on each other's device work in a cycle (which a GPU resolves on the device)
+stops there after a time-out instead of running.
 """
 
 from __future__ import annotations
@@ -17,12 +23,21 @@ from typing import Any
 
 import numpy as np
 
-from swimlanes.gpu.backend_api import Buffer, Step, StreamHandle, busy_wait_ns, host_available_bytes
+from swimlanes.gpu.backend_api import (
+    Buffer,
+    Step,
+    StreamHandle,
+    busy_wait_ns,
+    flag_reached,
+    host_available_bytes,
+)
 from swimlanes.gpu.errors import GpuError
 from swimlanes.gpu.hostfunc import SLOT_DURATION, SLOT_END, SLOT_START
 from swimlanes.gpu.plan import DeviceInfo, KernelPlan
 from swimlanes.model.document import Stream
 
+#: Seconds a simulated stream waits for another device's event before giving up.
+SIM_WAIT_S = 120.0
 #: What the simulated device reports (an H200's shape, with a settable amount of free memory).
 SIM_DEVICE = DeviceInfo("numba CUDA simulator", 132, 2048, 32, 8 << 30, 8 << 30)
 
@@ -255,6 +270,37 @@ class SimulatorBackend:
 
     def read_f32(self, buf: Buffer, element: int) -> float:
         return float(self.f32_view(buf)[element])
+
+    def alloc_flag(self) -> Buffer:
+        self._live += 1
+        self.calls.append(("alloc", "flag", 4))
+        return Buffer("flag", 4, 0, np.zeros(1, dtype=np.uint32))
+
+    def prepare_signal(self, s: StreamHandle, flag: Buffer, counter: list[int]) -> Step:
+        """The simulator's work is done when issued: the flag is set at once."""
+        arr = flag.array
+        assert arr is not None
+
+        def step() -> None:
+            self._log("signal", s.name)
+            arr[0] = counter[0]
+
+        return step
+
+    def prepare_await(self, s: StreamHandle, flag: Buffer, counter: list[int]) -> Step:
+        """The simulator runs work when it is issued, so the stream's wait is the host's."""
+        arr = flag.array
+        assert arr is not None
+
+        def step() -> None:
+            self._log("await", s.name)
+            deadline = time.monotonic() + SIM_WAIT_S
+            while not flag_reached(int(arr[0]), counter[0]):
+                if time.monotonic() > deadline:
+                    raise GpuError(f"stream {s.name} waited {SIM_WAIT_S:g} s for an event")
+                time.sleep(0.0001)
+
+        return step
 
     def prepare_peer_copy(
         self,
