@@ -101,3 +101,23 @@ def test_more_devices_than_present_are_refused() -> None:
     n = gpus() + 1
     with pytest.raises(GpuError, match=f"names {n} devices"):
         run(n, [{"op": "device_sync"}])
+
+
+@pytest.mark.skipif("gpus() < 2", reason="needs 2 GPUs")
+def test_a_wait_issued_before_the_other_devices_record_still_waits_for_it() -> None:
+    """gpu1's thread reaches its wait ~3 ms before gpu0's thread records the event: the wait
+    still holds gpu1's kernel until gpu0's kernel before the record is done."""
+    program = [
+        {"op": "host", "duration_us": 3000, "device": "gpu0"},
+        {"op": "kernel", "stream": "s0", "blocks": 132, "threads": 256, "block_us": 1000},
+        {"op": "event_record", "stream": "s0", "event": "done"},
+        {"op": "event_wait", "stream": "s1", "event": "done"},
+        {"op": "kernel", "stream": "s1", "blocks": 1, "threads": 32, "block_us": 10},
+        {"op": "event_sync", "event": "done", "device": "gpu1"},
+        {"op": "device_sync", "device": "gpu1"},
+        {"op": "device_sync"},
+    ]
+    tl = run(2, program)
+    assert tl.issue_end[3] < tl.issue_start[2]  # the wait was issued first
+    assert tl.start[4] >= tl.end[1]  # and still held gpu1's kernel
+    assert tl.issue_end[5] >= tl.end[1]  # the host sync waited for the event too
