@@ -204,3 +204,21 @@ def test_single_device_timelines_without_collectives_get_no_communication_insigh
     tl = b.build(source="simulated", device="h200")
     assert not {"exposed_communication", "small_collectives"} & set(_rules(explain(p, tl)))
     assert communication_summary(tl)[0].calls == 0 and NO_TIME not in tl.end
+
+
+def test_an_engine_idle_while_only_another_device_works_is_not_an_idle_gap() -> None:
+    """gpu0's copy engine waits for gpu1's kernel: gpu0's other engines are idle too, so there
+    is no work of gpu0's own to overlap (other devices' engines do not count)."""
+    p = Pipeline(
+        devices=[Device("gpu0"), Device("gpu1")],
+        streams=[Stream("a", device="gpu0"), Stream("b", device="gpu1")],
+        program=[
+            Op("h2d", "a", bytes=64 << 20),
+            Op("kernel", "b", blocks=132, threads=256, duration_us=20_000),
+            Op("event_record", "b", event="done"),
+            Op("event_wait", "a", event="done"),
+            Op("h2d", "a", bytes=64 << 20),
+        ],
+    )
+    tl = simulate(p, "2x-h200-nvlink")
+    assert "idle_engine_gap" not in _rules(explain(p, tl))

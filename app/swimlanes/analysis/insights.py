@@ -127,6 +127,9 @@ def idle_engine_gap(ctx: InsightContext) -> list[Insight]:
     out = []
     for e, engine_name in enumerate(tl.engine_names):
         others = dev & (tl.engine != e)
+        if len(tl.engine_device) == len(tl.engine_names):  # several devices: its own device's
+            same = np.flatnonzero(tl.engine_device == tl.engine_device[e])
+            others &= np.isin(tl.engine, same)
         other_union = interval_union(tl.start[others], tl.end[others])
         found = []
         for gap in _engine_gaps(ctx, e):
