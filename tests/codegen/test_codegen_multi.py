@@ -170,10 +170,14 @@ def test_a_cross_device_wait_waits_for_the_record_to_be_issued_first() -> None:
 
 
 @pytest.mark.skipif(NVCC is None, reason="nvcc not installed")
-def test_the_cuda_program_compiles_against_nccl_h(tmp_path: Path) -> None:
+@pytest.mark.parametrize("which", ["three gpus", "random"])
+def test_the_cuda_program_compiles_against_nccl_h(which: str, tmp_path: Path) -> None:
+    from swimlanes.model.generators_multi import random_multi_device_pipeline
+
+    pipeline = three_gpus() if which == "three gpus" else random_multi_device_pipeline(80, seed=3)
     (tmp_path / "nccl.h").write_text(NCCL_H)
     src = tmp_path / "pipeline.cu"
-    src.write_text(generate_cuda(three_gpus()), encoding="ascii")
+    src.write_text(generate_cuda(pipeline), encoding="ascii")
     run = subprocess.run(
         [NVCC, "-std=c++17", "-I", str(tmp_path), "-c", str(src), "-o", str(tmp_path / "p.o")],
         capture_output=True,
@@ -244,3 +248,33 @@ def test_single_device_pipelines_keep_the_single_device_program() -> None:
     cu = generate_cuda(plain)
     assert "std::thread t0(run_device_0);" in cu and "std::thread t1" not in cu
     assert "cudaMemcpyPeerAsync(g_dev[0].peer_in, 0, g_dev[0].peer_out, 0, 4096" in cu
+
+
+@pytest.mark.parametrize("seed", range(12))
+def test_random_multi_device_pipelines_export_every_op_on_its_devices_thread(seed: int) -> None:
+    from swimlanes.model.generators_multi import random_multi_device_pipeline
+
+    pipeline = random_multi_device_pipeline(80, seed=seed)
+    n = len(pipeline.device_names)
+    cu = generate_cuda(pipeline)
+    assert cu.isascii() and cu.count("{") == cu.count("}")
+    devices = _cpp_devices(cu)
+    assert sorted(devices) == list(range(n))
+    source = generate_python(pipeline)
+    compile(source, "pipeline.py", "exec")
+    funcs = {f.name: f for f in ast.parse(source).body if isinstance(f, ast.FunctionDef)}
+    for d in range(n):
+        mine = [
+            i
+            for i, op in enumerate(pipeline.program)
+            if pipeline.device_names.index(pipeline.op_device(op)) == d
+        ]
+        # each op's comment marks it in its own device's function, in program order
+        assert re.findall(r"// \[(\d+)\]", devices[d]) == [str(i) for i in mine]
+        py = ast.get_source_segment(source, funcs[f"run_device_{d}"]) or ""
+        assert re.findall(r"# \[(\d+)\]", py) == [str(i) for i in mine]
+        kinds = Counter(pipeline.program[i].op for i in mine)
+        nccl = Counter(re.findall(r"(nccl\w+)\(", devices[d]))
+        assert nccl["ncclAllReduce"] == kinds["all_reduce"]
+        assert nccl["ncclBroadcast"] == kinds["broadcast"]
+        assert devices[d].count("cudaMemcpyPeerAsync(") == kinds["peer_copy"]
