@@ -6,8 +6,8 @@ from __future__ import annotations
 import pytest
 
 from swimlanes.gpu.backend_api import flag_reached
+from swimlanes.gpu.device_threads import cross_device_waits
 from swimlanes.gpu.errors import GpuError
-from swimlanes.gpu.multi_executor import cross_device_waits
 from swimlanes.gpu.multi_plan import check_device_count, make_multi_plan, needs_multi
 from swimlanes.gpu.plan import DeviceInfo
 from swimlanes.model.validate import pipeline_from_dict

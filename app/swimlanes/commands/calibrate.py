@@ -42,24 +42,13 @@ def run(args: argparse.Namespace) -> int:
     try:
         backend = make_backend()
         host = this_host(backend)
-        raw: dict[str, Any] = {}
         args.links = getattr(args, "links", False)
+        raw: dict[str, Any] = {}
         if args.links:
-            preset, cached = _base_preset(host)
-            if not cached and not getattr(args, "no_cache", False):
-                # Built-in single-GPU figures are not this host's calibration: not cached.
-                print(
-                    "note: no calibration of this host is cached: the links go into the "
-                    "built-in preset of this GPU, which is written but not cached",
-                    file=sys.stderr,
-                )
-                args.no_cache = True
+            preset = _base_preset(host, args)
         else:
             preset, raw = calibrate(
-                quick=args.quick,
-                progress=progress,
-                cuda_backend=backend,
-                time_limit_s=limit,
+                quick=args.quick, progress=progress, cuda_backend=backend, time_limit_s=limit
             )
         if args.links or not getattr(args, "no_links", False):
             preset, raw = _links(preset, raw, args, progress)
@@ -85,17 +74,24 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _base_preset(host: HostIdentity) -> tuple[dict, bool]:
+def _base_preset(host: HostIdentity, args: argparse.Namespace) -> dict:
     """What ``--links`` adds the links to: this host's cached preset, else the built-in preset
-    of this GPU; and whether it was the cached one."""
+    of this GPU (then written but not cached: its other figures are not this host's)."""
     from swimlanes.engine.presets import get_preset, load_preset
     from swimlanes.gpu.calibrate import preset_name
     from swimlanes.gpu.preset_cache import find_for_host
 
     entry = find_for_host(host)
     if entry is not None:
-        return load_preset(entry.path).to_dict(), True
-    return get_preset(preset_name(host.gpu)).to_dict(), False
+        return load_preset(entry.path).to_dict()
+    if not getattr(args, "no_cache", False):
+        print(
+            "note: no calibration of this host is cached: the links go into the built-in "
+            "preset of this GPU, which is written but not cached",
+            file=sys.stderr,
+        )
+        args.no_cache = True
+    return get_preset(preset_name(host.gpu)).to_dict()
 
 
 def _links(preset: dict, raw: dict, args: argparse.Namespace, progress: Any) -> tuple[dict, dict]:

@@ -201,6 +201,90 @@ def _start_nccl_log() -> str | None:
     return path
 
 
+class _Links:
+    """One links calibration: runs the programs through the executor, keeps the raw tables."""
+
+    def __init__(self, gpus: int, repeat: int, steps: int, progress: Any, cancel: Any) -> None:
+        self.gpus, self.repeat, self.steps = gpus, repeat, steps
+        self.progress, self.cancel = progress, cancel
+        self.done = 0
+        self.raw: dict[str, Any] = {"gpus": gpus, "pairs": {}, "collectives": {}}
+        self.issue: dict[str, list[float]] = {}
+
+    def run(self, p: Pipeline) -> Timeline:
+        from swimlanes.gpu.executor import execute
+
+        tl = execute(p, repeat=self.repeat, warmup=1, cancel=self.cancel)
+        self.done += 1
+        if self.progress is not None:
+            self.progress(min(1.0, self.done / self.steps))
+        return tl
+
+    def pairs(self, pairs: list[tuple[int, int]], sizes: list[int]) -> dict[str, Any]:
+        """Peer copies per ordered pair: the median pair's latency and bandwidth, the link."""
+        links: list[dict[str, float]] = []
+        for a, b in pairs:
+            tl = self.run(copy_program(self.gpus, a, b, sizes))
+            rows = _spans(tl, "peer_copy")
+            links.append(fit_link(rows))
+            self.issue.setdefault("peer_copy", []).extend(h for _, _, h in rows)
+            self.raw["pairs"][f"gpu{a}->gpu{b}"] = {
+                **links[-1],
+                "link_names": tl.link_names,
+                "table": [[n, round(us, 3), round(n / (us * 1e3), 3)] for n, us, _ in rows],
+            }
+            self.raw.setdefault("backend", tl.meta.get("backend"))
+            self.raw.setdefault("peer_access", {}).update(tl.meta.get("peer_access", {}))
+        if not links:
+            return {}
+        names = " ".join(n for p in self.raw["pairs"].values() for n in p["link_names"])
+        # Named by NVML where it is there; a link it cannot name is taken as PCIe (said so).
+        self.raw["link_kind_source"] = "NVML" if "NVLink" in names or "PCIe" in names else "assumed"
+        return {
+            "link_latency_us": round(float(np.median([x["link_latency_us"] for x in links])), 3),
+            "link_gbps": round(float(np.median([x["link_gbps"] for x in links])), 2),
+            "link": "nvlink" if "NVLink" in names else "pcie",
+        }
+
+    def collectives(self, sizes: list[int]) -> dict[str, Any]:
+        """Each collective of each size over all GPUs: per-call latency and bus bandwidth."""
+        n, per_kind = self.gpus, {}
+        for kind in KINDS:
+            tl = self.run(collective_program(n, kind, sizes))
+            per_kind[kind] = per_instance(_spans(tl, kind), n)
+            self.issue.setdefault(kind, []).extend(h for _, _, h in per_kind[kind])
+            self.raw["collectives"][kind] = [
+                [b, round(us, 3), round(b * bus_factor(kind, n) / (us * 1e3), 3)]
+                for b, us, _ in per_kind[kind]
+            ]
+            self.raw["nccl"] = tl.meta.get("nccl")
+            self.raw["data_check_ok"] = self.raw.get("data_check_ok", True) and all(
+                c["ok"] for c in tl.meta.get("data_check", {}).values()
+            )
+        self.raw["bus_gbps_per_kind"] = {
+            k: fit_nccl({k: v}, n)["nccl_bus_gbps"] for k, v in per_kind.items()
+        }
+        return fit_nccl(per_kind, n)
+
+    def channels(self, log: str | None) -> int:
+        """NCCL's channel count from its log, cross-checked by the SMs a large all-reduce keeps
+        from a kernel (used where the log says nothing)."""
+        channels = nccl_channels_from_log(_read(log))
+        self.raw["nccl_channels_source"] = "NCCL INFO log" if channels else "not found"
+        sms = _sm_count() if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" else 0
+        if self.gpus < 2 or not sms or (self.cancel is not None and self.cancel()):
+            return channels
+        try:
+            cost = sms_lost(self.run(sm_cost_program(self.gpus, sms)), sms)
+        except GpuError as err:  # a cross-check: the figures stand without it
+            cost = {"error": str(err), "inside": False}
+        self.raw["sm_cost"] = {"sms": sms, **cost}
+        if not channels and cost["inside"]:
+            channels = round(cost["sms_lost"])
+            self.raw["nccl_channels_source"] = "SMs a 1 GB all-reduce kept from a kernel"
+        return channels
+
+
 def calibrate_links(
     *,
     gpus: int,
@@ -210,94 +294,29 @@ def calibrate_links(
     cancel: Callable[[], bool] | None = None,
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """Measure ``gpus`` GPUs' links and collectives: (preset fields, raw measurements)."""
-    from swimlanes.gpu.executor import execute
-
     if gpus < 1:
         raise GpuError("no GPU to calibrate links on")
     os.environ.setdefault("NCCL_NVLS_ENABLE", "0")  # NVLink multicast stays off
     log = _start_nccl_log()
     started = time.monotonic()
-    copy_sizes = QUICK_COPY_SIZES if quick else COPY_SIZES
-    nccl_sizes = QUICK_NCCL_SIZES if quick else NCCL_SIZES
     pairs = [(a, b) for a in range(gpus) for b in range(gpus) if a != b]
     if gpus > ALL_PAIRS_UP_TO:
         pairs = [(a, b) for a, b in pairs if 0 in (a, b)]
-    steps = len(pairs) + len(KINDS)
-    done = 0
-    raw: dict[str, Any] = {"gpus": gpus, "pairs": {}, "collectives": {}}
-
-    def run(p: Pipeline) -> Timeline:
-        nonlocal done
-        tl = execute(p, repeat=repeat, warmup=1, cancel=cancel)
-        done += 1
-        if progress is not None:
-            progress(done / steps)
-        return tl
-
-    links: list[dict[str, float]] = []
-    issue: dict[str, list[float]] = {}
-    for a, b in pairs:
-        tl = run(copy_program(gpus, a, b, copy_sizes))
-        rows = _spans(tl, "peer_copy")
-        fit = fit_link(rows)
-        links.append(fit)
-        issue.setdefault("peer_copy", []).extend(h for _, _, h in rows)
-        raw["pairs"][f"gpu{a}->gpu{b}"] = {
-            **fit,
-            "link_names": tl.link_names,
-            "table": [[bb, round(us, 3), round(bb / (us * 1e3), 3)] for bb, us, _ in rows],
-        }
-        raw.setdefault("backend", tl.meta.get("backend"))
-        raw.setdefault("peer_access", {}).update(tl.meta.get("peer_access", {}))
-    per_kind: dict[str, list[tuple[int, float, float]]] = {}
-    for kind in KINDS:
-        tl = run(collective_program(gpus, kind, nccl_sizes))
-        per_kind[kind] = per_instance(_spans(tl, kind), gpus)
-        issue.setdefault(kind, []).extend(h for _, _, h in per_kind[kind])
-        raw["collectives"][kind] = [
-            [b, round(us, 3), round(b * bus_factor(kind, gpus) / (us * 1e3), 3)]
-            for b, us, _ in per_kind[kind]
-        ]
-        raw["nccl"] = tl.meta.get("nccl")
-        raw["data_check_ok"] = raw.get("data_check_ok", True) and all(
-            c["ok"] for c in tl.meta.get("data_check", {}).values()
-        )
+    c = _Links(gpus, repeat, len(pairs) + len(KINDS) + 1, progress, cancel)
     fields: dict[str, Any] = {"gpus": gpus}
-    if links:
-        fields["link_latency_us"] = round(
-            float(np.median([x["link_latency_us"] for x in links])), 3
-        )
-        fields["link_gbps"] = round(float(np.median([x["link_gbps"] for x in links])), 2)
-        names = " ".join(n for p in raw["pairs"].values() for n in p["link_names"])
-        # Named by NVML where it is there; a link it cannot name is taken as PCIe (said so).
-        fields["link"] = "nvlink" if "NVLink" in names else "pcie"
-        raw["link_kind_source"] = "NVML" if "NVLink" in names or "PCIe" in names else "assumed"
-    fields.update(fit_nccl(per_kind, gpus))
-    raw["bus_gbps_per_kind"] = {
-        k: fit_nccl({k: v}, gpus)["nccl_bus_gbps"] for k, v in per_kind.items()
-    }
-    text = _read(log)
-    fields["nccl_channels"] = nccl_channels_from_log(text)
-    raw["nccl_channels_source"] = "NCCL INFO log" if fields["nccl_channels"] else "not found"
-    sms = _sm_count() if os.environ.get("NUMBA_ENABLE_CUDASIM") != "1" else 0
-    if gpus > 1 and sms and not (cancel is not None and cancel()):
-        # The cross-check: SMs a large all-reduce really keeps from a kernel beside it.
-        try:
-            cost = sms_lost(execute(sm_cost_program(gpus, sms)), sms)
-        except GpuError as err:  # a cross-check: the figures above stand without it
-            cost = {"error": str(err), "inside": False}
-        raw["sm_cost"] = {"sms": sms, **cost}
-        if not fields["nccl_channels"] and raw["sm_cost"]["inside"]:
-            fields["nccl_channels"] = round(raw["sm_cost"]["sms_lost"])
-            raw["nccl_channels_source"] = "SMs a 1 GB all-reduce kept from a kernel"
-    fields["issue_cost_us"] = {k: round(float(np.median(v)), 3) for k, v in issue.items() if v}
-    raw.update(
+    fields.update(c.pairs(pairs, QUICK_COPY_SIZES if quick else COPY_SIZES))
+    fields.update(c.collectives(QUICK_NCCL_SIZES if quick else NCCL_SIZES))
+    fields["nccl_channels"] = c.channels(log)
+    fields["issue_cost_us"] = {k: round(float(np.median(v)), 3) for k, v in c.issue.items() if v}
+    c.raw.update(
         fields=fields,
         date=datetime.now(UTC).strftime("%Y-%m-%d %H:%M UTC"),
         seconds=round(time.monotonic() - started, 1),
         quick=quick,
     )
-    return fields, raw
+    if progress is not None:
+        progress(1.0)
+    return fields, c.raw
 
 
 def _read(path: str | None) -> str:

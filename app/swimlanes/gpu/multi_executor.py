@@ -25,20 +25,25 @@ allocation, stream and event is released before this returns.
 
 from __future__ import annotations
 
-import concurrent.futures as cf
 import contextlib
 import gc
 import threading
-import time
 from collections.abc import Callable
-from typing import Any, TypeVar
+from typing import Any
 
 import numpy as np
 
 from swimlanes.gpu.backend import device_count, make_backend
-from swimlanes.gpu.backend_api import Buffer, CudaBackend, Step, flag_reached
+from swimlanes.gpu.backend_api import Buffer, CudaBackend, Step
 from swimlanes.gpu.collectives import Collectives, make_collectives
 from swimlanes.gpu.device_run import Cancel, DeviceRun, Progress, chain, quietly
+from swimlanes.gpu.device_threads import (
+    WAIT_S,
+    DeviceThreads,
+    cross_device_waits,
+    host_await,
+    link_kind,
+)
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError
 from swimlanes.gpu.multi_plan import (
     MultiOp,
@@ -49,68 +54,12 @@ from swimlanes.gpu.multi_plan import (
 )
 from swimlanes.gpu.multi_timeline import expected_value, multi_timeline
 from swimlanes.gpu.probes import NvtxRanges, Probe, make_probe
-from swimlanes.model.document import COLLECTIVE_OPS, EVENT_OPS, OP_KINDS, PEER_COPY, Pipeline
+from swimlanes.model.document import COLLECTIVE_OPS, OP_KINDS, PEER_COPY, Pipeline
 from swimlanes.model.op_kinds import register_layer
 from swimlanes.model.validate import validate
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 register_layer("executor", OP_KINDS)
-
-#: How long a device thread waits for the others (start barrier, cross-device event) before
-#: the run is declared stuck.
-WAIT_S = 120.0
-T = TypeVar("T")
-
-
-class _Workers:
-    """One single-thread pool per device; device d's CUDA calls all run on its thread."""
-
-    def __init__(self, count: int, simulator: bool) -> None:
-        self.pools = [
-            cf.ThreadPoolExecutor(1, f"swimlanes-gpu{d}", _enter(d, simulator))
-            for d in range(count)
-        ]
-
-    def call(self, d: int, fn: Callable[..., T], *args: Any) -> T:
-        return self.pools[d].submit(fn, *args).result()
-
-    def all(
-        self,
-        fn: Callable[[int], T],
-        stop: threading.Event | None = None,
-        on_error: Callable[[], None] | None = None,
-    ) -> list[T]:
-        """``fn(d)`` on every device's thread at once; the first error is raised once all
-        have returned. At the first error ``stop`` is set and ``on_error`` called, so that the
-        other threads stop early instead of waiting for the one that failed."""
-        futures = [pool.submit(fn, d) for d, pool in enumerate(self.pools)]
-        done, _ = cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
-        failed = [f for f in done if f.exception() is not None]
-        if failed and stop is not None:
-            stop.set()
-        if failed and on_error is not None:
-            on_error()
-        cf.wait(futures)
-        # The first failure is the cause; the others' errors follow from it.
-        for f in [*failed, *futures]:
-            err = f.exception()
-            if err is not None:
-                raise err
-        return [f.result() for f in futures]
-
-    def close(self) -> None:
-        for pool in self.pools:
-            pool.shutdown(wait=True)
-
-
-def _enter(d: int, simulator: bool) -> Callable[[], None]:
-    def enter() -> None:
-        if not simulator:  # the simulator has one device; its backends stand for the others
-            from numba import cuda
-
-            cuda.select_device(d)
-
-    return enter
 
 
 class _DeviceRun(DeviceRun):
@@ -190,7 +139,7 @@ class _MultiRun:
     """Everything one multi-device execute() holds; :meth:`release` frees all of it."""
 
     def __init__(self, pipeline: Pipeline, plan: MultiPlan, backends: list[CudaBackend],
-                 workers: _Workers) -> None:  # fmt: skip
+                 workers: DeviceThreads) -> None:  # fmt: skip
         self.pipeline, self.plan, self.backends, self.workers = pipeline, plan, backends, workers
         self.runs: list[_DeviceRun] = []
         self.collectives: Collectives | None = None
@@ -246,7 +195,7 @@ class _MultiRun:
                 be = self.backends[x]
                 ok = self.workers.call(x, be.enable_peer_access, y, contexts[y])  # type: ignore[attr-defined]
                 self.peer[f"{self.plan.devices[x]}->{self.plan.devices[y]}"] = bool(ok)
-            self.link_kinds[(a, b)] = _link_kind(a, b, self.backends[0].simulator)
+            self.link_kinds[(a, b)] = link_kind(a, b, self.backends[0].simulator)
         self.contexts = contexts
 
     def _prepare(self, op: MultiOp, latest: dict[str, Any]) -> Step:
@@ -266,7 +215,7 @@ class _MultiRun:
             if op.kind == "event_wait":  # the stream waits on the device, the host goes on
                 wait = w.call(op.device, be.prepare_await, stream, flag, self.counter)
                 return _then(wait, step)
-            return _then(_host_await(flag, self.counter, self.stop, op.index), step)
+            return _then(host_await(flag, self.counter, self.stop, op.index), step)
         return step
 
     def release_waits(self) -> None:
@@ -376,27 +325,6 @@ def _context(be: CudaBackend) -> Any:
     return be.context_handle()  # type: ignore[attr-defined]
 
 
-def _link_kind(a: int, b: int, simulator: bool) -> str:
-    """ "NVLink" or "PCIe" for the GPUs of ordinals ``a`` and ``b`` (NVML's P2P status), or
-    "Link" where it cannot tell (the simulator, no NVML)."""
-    if simulator:
-        return "Link"
-    try:
-        import importlib
-
-        pynvml: Any = importlib.import_module("pynvml")  # nvidia-ml-py
-
-        pynvml.nvmlInit()
-        try:
-            ha, hb = pynvml.nvmlDeviceGetHandleByIndex(a), pynvml.nvmlDeviceGetHandleByIndex(b)
-            nvlink = pynvml.nvmlDeviceGetP2PStatus(ha, hb, pynvml.NVML_P2P_CAPS_INDEX_NVLINK)
-            return "NVLink" if nvlink == pynvml.NVML_P2P_STATUS_OK else "PCIe"
-        finally:
-            pynvml.nvmlShutdown()
-    except Exception:  # noqa: BLE001 - no NVML, or an old one: the name stays neutral
-        return "Link"
-
-
 def _untimed(run: _DeviceRun) -> None:
     run.prefill_frees()
     for step in run.touch_steps:
@@ -409,40 +337,6 @@ def _then(step: Step, after: Callable[[], None]) -> Step:
         after()
 
     return both
-
-
-def _host_await(flag: Buffer, counter: list[int], stop: threading.Event, index: int) -> Step:
-    """An event_sync on another device's event: the host waits until that event's stream set
-    its flag (the event completed), or the run stopped."""
-    arr = flag.array
-    assert arr is not None
-
-    def waiting() -> None:
-        deadline = time.monotonic() + WAIT_S
-        while not flag_reached(int(arr[0]), counter[0]):
-            if stop.is_set():
-                raise ExecutionCancelled(f"stopped at op {index}: another device stopped")
-            if time.monotonic() > deadline:
-                raise GpuError(f"op {index} waited {WAIT_S:g} s for another device's event")
-            time.sleep(0.00002)
-
-    return waiting
-
-
-def cross_device_waits(pipeline: Pipeline, plan: MultiPlan) -> dict[int, int]:
-    """Waits (event_wait, event_sync) whose event's latest earlier record is on another
-    device: wait op index -> record op index."""
-    latest: dict[str, MultiOp] = {}
-    out: dict[int, int] = {}
-    for op in plan.ops:
-        name = pipeline.program[op.index].event
-        if name is None:
-            continue
-        if op.kind == "event_record":
-            latest[name] = op
-        elif op.kind in EVENT_OPS and name in latest and latest[name].device != op.device:
-            out[op.index] = latest[name].index
-    return out
 
 
 def execute_multi(
@@ -470,7 +364,7 @@ def execute_multi(
     simulator = cuda_backend.simulator if cuda_backend is not None else _simulating()
     check_device_count(pipeline, available if available is not None else device_count())
     n = len(pipeline.device_names)
-    workers = _Workers(n, simulator)
+    workers = DeviceThreads(n, simulator)
     run: _MultiRun | None = None
     try:
         backends = [cuda_backend if d == 0 and cuda_backend is not None else
