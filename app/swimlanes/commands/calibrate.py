@@ -13,6 +13,7 @@ only those, into this host's cached preset (or the built-in one of this GPU).
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from typing import TYPE_CHECKING, Any
 
@@ -101,7 +102,8 @@ def _links(preset: dict, raw: dict, args: argparse.Namespace, progress: Any) -> 
     from swimlanes.gpu.calibrate_links import apply_links, calibrate_links
 
     gpus = device_count()
-    if gpus < 2 and not args.links:
+    simulated = os.environ.get("NUMBA_ENABLE_CUDASIM") == "1"
+    if not args.links and (gpus < 2 or simulated):  # simulated GPUs only when asked for
         return preset, raw
     print(file=sys.stderr)
     fields, links_raw = calibrate_links(gpus=gpus, quick=args.quick, progress=progress)

@@ -18,6 +18,7 @@ stops there after a time-out instead of running.
 
 from __future__ import annotations
 
+import threading
 import time
 from typing import Any
 
@@ -36,6 +37,8 @@ from swimlanes.gpu.hostfunc import SLOT_DURATION, SLOT_END, SLOT_START
 from swimlanes.gpu.plan import DeviceInfo, KernelPlan
 from swimlanes.model.document import Stream
 
+#: numba's simulator runs one kernel at a time in a process: the devices' threads take turns.
+_KERNEL_LOCK = threading.Lock()
 #: Seconds a simulated stream waits for another device's event before giving up.
 SIM_WAIT_S = 120.0
 #: What the simulated device reports (an H200's shape, with a settable amount of free memory).
@@ -161,7 +164,8 @@ class SimulatorBackend:
 
         def step() -> None:
             self._log(*entry)
-            launch(out)
+            with _KERNEL_LOCK:  # one simulated kernel at a time, whichever device's thread
+                launch(out)
 
         return step
 
