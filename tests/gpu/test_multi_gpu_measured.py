@@ -48,7 +48,7 @@ def run(devices: int, program: list[dict], backend: str = "auto") -> Timeline:
 def check_measured(tl: Timeline) -> None:
     assert tl.source == "measured"
     check = tl.meta["data_check"]
-    assert check and all(c["ok"] for c in check.values()), check
+    assert check["ok"] and check["checked"] > 0, check
     for r in range(len(tl)):
         if tl.op_kind(r) in ("peer_copy", *COLLECTIVES):
             assert tl.start[r] != NO_TIME and tl.end[r] > tl.start[r], (tl.labels[r], tl.meta)

@@ -258,8 +258,8 @@ class _Links:
                 for b, us, _ in per_kind[kind]
             ]
             self.raw["nccl"] = tl.meta.get("nccl")
-            self.raw["data_check_ok"] = self.raw.get("data_check_ok", True) and all(
-                c["ok"] for c in tl.meta.get("data_check", {}).values()
+            self.raw["data_check_ok"] = self.raw.get("data_check_ok", True) and bool(
+                tl.meta.get("data_check", {}).get("ok")
             )
         self.raw["bus_gbps_per_kind"] = {
             k: fit_nccl({k: v}, n)["nccl_bus_gbps"] for k, v in per_kind.items()
