@@ -93,6 +93,8 @@ def test_two_gpus(backend: str) -> None:
     assert tl.start[a] < tl.end[b] and tl.start[b] < tl.end[a]
     if backend == "cupti":
         assert sorted(tl.meta["cupti_devices"].values()) == ["gpu0", "gpu1"]
+        # NCCL's kernels timed the collectives (ncclDevKernel_AllReduce_Sum_f32_RING_LL...).
+        assert any("AllReduce" in k for k in tl.meta["collective_kernels"]["all_reduce"])
 
 
 def test_more_devices_than_present_are_refused() -> None:

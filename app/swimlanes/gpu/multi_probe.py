@@ -41,6 +41,8 @@ class CuptiSession:
         self._lock = threading.Lock()
         #: CUPTI device id -> pipeline device position, learnt from each device's probes.
         self.device_of: dict[int, int] = {}
+        #: Per collective kind, the names of the NCCL kernels (or copies) that timed it.
+        self.kernels: dict[str, set[str]] = {}
 
     def next_repetition(self) -> None:
         self.generation += 1
@@ -97,8 +99,10 @@ class DeviceCupti(CuptiProbe):
                     f"for {len(indexes)} ops"
                 )
                 continue
-            for index, (start, end) in zip(indexes, matched, strict=True):
+            for index, (start, end, tag) in zip(indexes, matched, strict=True):
                 out[index] = (start - self.offset_ns, end - self.offset_ns)
+                if self.kinds[index] in COLLECTIVE_OPS:
+                    self.session.kernels.setdefault(self.kinds[index], set()).add(tag)
         return out
 
     def close(self) -> None:
@@ -107,7 +111,7 @@ class DeviceCupti(CuptiProbe):
         super().close()
 
 
-def match_records(kinds: list[str], records: list[Record]) -> list[tuple[int, int]] | None:
+def match_records(kinds: list[str], records: list[Record]) -> list[tuple[int, int, str]] | None:
     """Spans of one stream's timed ops (their ``kinds`` in call order) from its ``records`` in
     correlation order: one record per op, except that a collective also takes the NCCL
     kernels right after its own when the stream has more records than ops (a call that
@@ -115,20 +119,25 @@ def match_records(kinds: list[str], records: list[Record]) -> list[tuple[int, in
     surplus = len(records) - len(kinds)
     if surplus < 0:
         return None
-    out: list[tuple[int, int]] = []
+    out: list[tuple[int, int, str]] = []
     i = 0
     for kind in kinds:
-        start, end = records[i][2], records[i][3]
+        start, end, tag = records[i][2], records[i][3], records[i][4]
         i += 1
         if kind in COLLECTIVE_OPS:
             while surplus > 0 and i < len(records) and is_nccl(records[i][4]):
                 start, end = min(start, records[i][2]), max(end, records[i][3])
                 i += 1
                 surplus -= 1
-        out.append((start, end))
+        out.append((start, end, tag))
     return out if i == len(records) else None
 
 
 def describe_devices(session: CuptiSession, names: list[str]) -> dict[str, Any]:
     """CUPTI's device ids and the pipeline devices they were mapped to (for the run's meta)."""
     return {str(k): names[v] for k, v in sorted(session.device_of.items())}
+
+
+def describe_kernels(session: CuptiSession) -> dict[str, list[str]]:
+    """Per collective kind, the kernels (names shortened at their arguments) that timed it."""
+    return {k: sorted({t.split("(")[0] for t in v}) for k, v in sorted(session.kernels.items())}

@@ -151,7 +151,8 @@ def _meta(run: _MultiRun, ranges: NvtxRanges, repeat: int) -> dict[str, Any]:
     if unmatched:
         meta["cupti_unmatched"] = sorted(set(unmatched))
     if run.session is not None:
-        from swimlanes.gpu.multi_probe import describe_devices
+        from swimlanes.gpu.multi_probe import describe_devices, describe_kernels
 
         meta["cupti_devices"] = describe_devices(run.session, run.plan.devices)
+        meta["collective_kernels"] = describe_kernels(run.session)
     return meta
