@@ -62,3 +62,23 @@ def test_the_pipeline_menu_opens_the_devices_dialog(qtbot, tmp_path) -> None:
     assert win.controller.pipeline.device_names == ["gpu0", "gpu1"]
     assert dialog.devices.count() == 2
     dialog.close()
+
+
+def test_the_summary_strip_of_eight_gpus_scrolls_instead_of_widening_the_window(qtbot) -> None:
+    from types import SimpleNamespace
+
+    from swimlanes.ui.gantt.summary import SummaryStrip
+
+    engines = {f"gpu{d} {e}": 50.0 for d in range(8) for e in ("H2D", "D2H", "Compute")}
+    metrics = SimpleNamespace(makespan_ns=1_000_000, speedup=2.0, engine_busy_pct=engines)
+    strip = SummaryStrip()
+    qtbot.addWidget(strip)
+    strip.set_metrics(metrics, None)
+    strip.resize(800, strip.sizeHint().height())
+    strip.show()
+    qtbot.waitExposed(strip)
+    assert strip.sizeHint().width() > 1500  # 26 columns
+    assert strip.minimumSizeHint().width() < 100  # the window may stay narrower than them
+    assert "gpu7 Compute busy" in [name for name, *_ in strip.rows]
+    assert strip._scroll.horizontalScrollBar().maximum() > 0
+    assert strip.height() >= strip.sizeHint().height()

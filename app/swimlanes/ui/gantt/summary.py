@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from PySide6.QtCore import Qt
-from PySide6.QtWidgets import QGridLayout, QLabel, QWidget
+from PySide6.QtCore import QSize, Qt
+from PySide6.QtGui import QResizeEvent
+from PySide6.QtWidgets import QFrame, QGridLayout, QLabel, QScrollArea, QVBoxLayout, QWidget
 
 from swimlanes.ui.gantt.rows import format_duration
 
@@ -79,11 +80,24 @@ class SummaryStrip(QWidget):
 
     Labels are made once per grid cell and then only re-texted: the strip is refreshed after
     every edit, and recreating widgets re-lays out (and repaints) the whole schedule dock.
+    The columns scroll sideways when they are wider than the window (eight GPUs have 24
+    engines): the strip never makes the window wider than the screen.
     """
 
     def __init__(self, parent: QWidget | None = None) -> None:
         super().__init__(parent)
-        self._grid = QGridLayout(self)
+        outer = QVBoxLayout(self)
+        outer.setContentsMargins(0, 0, 0, 0)
+        self._scroll = QScrollArea(self)
+        self._scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self._scroll.setWidgetResizable(True)
+        self._scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self._inner = QWidget()
+        self._scroll.setWidget(self._inner)
+        outer.addWidget(self._scroll)
+        self._overflow = False
+        self._shown_hint: tuple[bool, int] = (False, -1)
+        self._grid = QGridLayout(self._inner)
         self._grid.setContentsMargins(6, 2, 6, 2)
         self._grid.setHorizontalSpacing(18)
         self._grid.setVerticalSpacing(0)
@@ -133,6 +147,32 @@ class SummaryStrip(QWidget):
                 self._grid.setColumnStretch(self._stretch_col, 0)
             self._grid.setColumnStretch(stretch, 1)
             self._stretch_col = stretch
+        self._update_overflow()
+
+    # -- size: as high as the grid (and a scroll bar when it overflows), as narrow as need be
+    def _update_overflow(self) -> None:
+        # the scroll area does not pass its content's size changes on: say them here
+        self._inner.layout().activate()
+        overflow = self._inner.sizeHint().width() > self._scroll.viewport().width()
+        hint = (overflow, self._inner.sizeHint().height())
+        if hint != self._shown_hint:
+            self._shown_hint = hint
+            self._overflow = overflow
+            self.updateGeometry()
+
+    def _height(self) -> int:
+        bar = self._scroll.horizontalScrollBar().sizeHint().height() if self._overflow else 0
+        return self._inner.sizeHint().height() + bar
+
+    def sizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(self._inner.sizeHint().width(), self._height())
+
+    def minimumSizeHint(self) -> QSize:  # noqa: N802 - Qt's name
+        return QSize(0, self._height())
+
+    def resizeEvent(self, event: QResizeEvent) -> None:  # noqa: N802 - Qt's name
+        super().resizeEvent(event)
+        self._update_overflow()
 
     def text(self) -> str:
         """The strip as plain text (status bar, copy, tests)."""
