@@ -49,3 +49,21 @@ def test_capture_keeps_the_nvtx_range_asked_for(tmp_path: Path) -> None:
     # step 2: two multiplies, then the sum's reduction (steps 1 and 3 have one and three)
     assert len([n for n in names if "reduce" not in n.lower()]) == 2, names
     assert any("reduce" in n.lower() for n in names), names
+
+
+def test_a_cupti_marker_record_is_read_with_cupti_pythons_field_names() -> None:
+    """cupti-python 13's ActivityMarker2 has ``flags_`` (no ``flags``) and a str name."""
+    from enum import IntEnum
+    from types import SimpleNamespace
+
+    from swimlanes.gpu.capture import _fields
+
+    kinds = IntEnum("ActivityKind", "RUNTIME DRIVER KERNEL CONCURRENT_KERNEL MEMCPY MEMSET "
+                    "SYNCHRONIZATION CUDA_EVENT STREAM MARKER")  # fmt: skip
+    cupti = SimpleNamespace(ActivityKind=kinds)
+    record = SimpleNamespace(kind=kinds.MARKER, flags_=MARKER_START, timestamp=7, id=3,
+                             name="step", domain=None)  # fmt: skip
+    assert _fields(cupti, record) == (
+        "marker",
+        {"flags": MARKER_START, "timestamp": 7, "id": 3, "name": "step"},
+    )

@@ -114,7 +114,10 @@ def _fields(cupti: Any, r: Any) -> tuple[str | None, dict[str, Any]]:
         return "cuda_event", {"correlation_id": int(r.correlation_id), "event_id": int(r.event_id),
                               "stream_id": int(r.stream_id)}  # fmt: skip
     if k == int(getattr(A, "MARKER", -1)):
-        return "marker", {"flags": int(r.flags), "timestamp": int(r.timestamp), "id": int(r.id),
+        # cupti-python 13 names this field flags_
+        flags = getattr(r, "flags_", None)
+        flags = r.flags if flags is None else flags
+        return "marker", {"flags": int(flags), "timestamp": int(r.timestamp), "id": int(r.id),
                           "name": _text(getattr(r, "name", None))}  # fmt: skip
     if k == int(A.STREAM):
         flag_enum = getattr(cupti, "ActivityStreamFlag", None)
