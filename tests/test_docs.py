@@ -334,7 +334,8 @@ def test_multi_gpu_quotes_the_presets_link_and_nccl_figures() -> None:
 
     text = (DOCS / "multi-gpu.md").read_text(encoding="utf-8")
     for names, preset in (
-        ("`2x-h200-nvlink`, `4x-h200-nvlink`, `8x-h200-nvlink`", "8x-h200-nvlink"),
+        ("`2x-h200-nvlink` (measured)", "2x-h200-nvlink"),
+        ("`4x-h200-nvlink`, `8x-h200-nvlink`", "8x-h200-nvlink"),
         ("`2x-h200-pcie`", "2x-h200-pcie"),
     ):
         p = get_preset(preset)
