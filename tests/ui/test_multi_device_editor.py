@@ -293,3 +293,17 @@ def test_the_devices_dialog_says_what_uses_each_device(editor, qtbot) -> None:
     qtbot.addWidget(dialog)
     # its kernel, all-reduce and host work, and the peer copy that writes to it
     assert dialog.devices.item(1).toolTip() == "gpu1: 1 stream, 4 ops; in world"
+
+
+def test_choosing_a_peer_copys_destination_as_its_source_reverses_it(editor) -> None:
+    c, insp = editor.controller, editor.inspector
+    c.set_selection_indexes([4])  # gpu0 -> gpu1 on c0 (a gpu0 stream)
+    _choose(insp.device_combos["src_device"], "gpu1")
+    op = c.pipeline.program[4]
+    assert (op.src_device, op.dst_device) == ("gpu1", "gpu0")  # the other way round
+    assert insp.fields["src_device"].error_text() == ""
+    c.undo_stack.undo()
+    assert (op.src_device, op.dst_device) == ("gpu0", "gpu1")
+    # on the destination itself: a copy inside gpu0, allowed on its stream
+    _choose(insp.device_combos["dst_device"], "gpu0")
+    assert (op.src_device, op.dst_device) == ("gpu0", "gpu0")

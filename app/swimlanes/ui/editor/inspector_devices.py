@@ -118,4 +118,21 @@ class DeviceFields:
         value: Any = self.device_combos[key].currentText() or None
         if self._loading or value is None:
             return
-        self._set(key, {key: value})
+        self._set(key, self._device_changes(key, value))
+
+    def _device_changes(self, key: str, value: str) -> dict[str, Any]:
+        """The change choosing ``value`` for ``key`` makes. A peer copy whose other end is
+        ``value`` already, on a stream of a third device, swaps its ends: a copy inside one
+        device must run on a stream of that device, so choosing its destination as the
+        source means "the other way round"."""
+        changes: dict[str, Any] = {key: value}
+        ops = self.controller.selected_ops()
+        if key not in ("src_device", "dst_device") or len(ops) != 1:
+            return changes
+        op, pipeline = ops[0], self.controller.pipeline
+        home = pipeline.op_device(op)
+        other = "dst_device" if key == "src_device" else "src_device"
+        current = getattr(op, key) or home
+        if (getattr(op, other) or home) == value and value != home:
+            changes[other] = current
+        return changes

@@ -153,7 +153,10 @@ class SummaryStrip(QWidget):
     def _update_overflow(self) -> None:
         # the scroll area does not pass its content's size changes on: say them here
         self._inner.layout().activate()
-        overflow = self._inner.sizeHint().width() > self._scroll.viewport().width()
+        # not laid out yet, the viewport has no width of its own: no scroll bar until it has
+        # (the window's first layout must not reserve one the strip will not show)
+        shown = self.isVisible() and self.width() > 0
+        overflow = shown and self._inner.sizeHint().width() > self._scroll.viewport().width()
         hint = (overflow, self._inner.sizeHint().height())
         if hint != self._shown_hint:
             self._shown_hint = hint
