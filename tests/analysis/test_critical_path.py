@@ -72,9 +72,9 @@ def test_the_short_kernel_has_the_long_ones_lead_as_slack() -> None:
 
 
 # event-dependency is left out: its kernels fill the SMs, and a kernel that runs longer holds
-# its SMs longer, which slack does not see (the module says so). So are the DDP examples:
-# a collective starts when its last participant reaches it, and the timeline has no edge from
-# the other devices' ops to it, so one device's slack does not see the others wait.
+# its SMs longer, which slack does not see (the module says so). So are the DDP examples: their
+# all-reduces hold NCCL's SMs beside the backward kernels, the same blind spot. (How a collective
+# joins its devices' paths is tested in test_critical_path_devices.py.)
 WITHOUT_COLLECTIVES = [n for n in EXAMPLES if not n.startswith("ddp-")]
 
 

@@ -26,6 +26,7 @@ slack can be larger than the block scheduler would give. Qt-free.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 
 import numpy as np
@@ -47,11 +48,13 @@ LINK_NAMES = {
     "sms": "SMs busy",
     "call": "its call",
     "host_order": "previous host call",
+    "collective": "another device's rank of the collective",
 }
 
 _HOST_DEP = DEP_KINDS.index("host")
 _STREAM_DEP = DEP_KINDS.index("stream")
 _EVENT_DEP = DEP_KINDS.index("event")
+_COLLECTIVE_DEP = DEP_KINDS.index("collective")
 
 
 @dataclass(frozen=True)
@@ -143,7 +146,11 @@ class _Graph:
             zip(tl.dep_src.tolist(), tl.dep_dst.tolist(), tl.dep_kind.tolist(), strict=True)
         )
         prev_in_stream = {d: s for s, d, k in deps if k == _STREAM_DEP}
+        calls: dict[int, list[int]] = {}  # a collective's first rank's row -> every rank's
         for s, d, k in deps:
+            if k == _COLLECTIVE_DEP:
+                calls.setdefault(s, [s]).append(d)
+                continue
             if k == _HOST_DEP:  # a blocking call returned when device op s was done
                 self.link(s, n + d, "host")
                 continue
@@ -159,15 +166,26 @@ class _Graph:
         released = {d for _, d, k in deps if k == _HOST_DEP}
         for u, v in _sync_releases(tl, released):
             self.link(u, n + v, "host")
+        self._host_links(tl)
+        self._collective_links(calls.values())
+
+    def _host_links(self, tl: Timeline) -> None:
+        n = self.n
         calls = np.flatnonzero(self.begin[n:] != NO_TIME)
         calls = calls[np.argsort(self.begin[n:][calls], kind="stable")]
-        for u, v in zip(calls[:-1].tolist(), calls[1:].tolist(), strict=True):
+        # Each device has a host thread of its own: a call follows the one before it on its
+        # thread.
+        thread = tl.host_device[calls] if len(tl.host_device) else np.zeros(len(calls), int)
+        before: dict[int, int] = {}
+        for t in np.unique(thread).tolist():
+            mine = calls[thread == t].tolist()
+            before.update(zip(mine[1:], mine[:-1], strict=True))
+        for v, u in before.items():
             self.link(n + u, n + v, "host_order")
         # A call that returned only after its own op ended (a synchronous or pageable copy)
         # was released by it; that op could start once the call before it had returned.
         waits_for_itself = (self.finish[n:] != NO_TIME) & (self.finish[:n] != NO_TIME)
         waits_for_itself &= self.finish[n:] >= self.finish[:n]
-        before = dict(zip(calls[1:].tolist(), calls[:-1].tolist(), strict=True))
         for r in range(n):
             if not waits_for_itself[r]:
                 self.link(n + r, r, "call")
@@ -175,6 +193,19 @@ class _Graph:
             self.link(r, n + r, "host")
             if r in before:
                 self.link(n + before[r], r, "call")
+
+    def _collective_links(self, calls: Iterable[list[int]]) -> None:
+        """The ranks of one collective call start together, when the last is ready: whatever
+        held back one rank's op held back every rank's."""
+        rank_of = {r: tuple(ranks) for ranks in calls for r in ranks}
+        into = [(u, v) for u, v in zip(self.src, self.dst, strict=True) if v in rank_of]
+        for u, v in into:
+            ranks = rank_of[v]
+            if u in ranks:
+                continue
+            for other in ranks:
+                if other != v:
+                    self.link(u, other, "collective")
 
     def binding(self) -> tuple[np.ndarray, np.ndarray]:
         """Per link: its observed lag, and whether it arrived last at its node (binding).

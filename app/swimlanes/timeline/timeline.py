@@ -25,7 +25,12 @@ from swimlanes.timeline.device_columns import check_device_columns, device_colum
 NO_TIME = np.iinfo(np.int64).min
 
 #: Kinds of dependency edges between ops, drawn as arrows.
-DEP_KINDS: tuple[str, ...] = ("stream", "event", "default_stream", "queue", "host", "flow")
+#: "collective": the ops of one NCCL collective call on its devices, from its first rank's op
+#: to each other rank's (they start together, when the last of them is ready). Appended: the
+#: ``dep_kind`` column indexes this tuple.
+DEP_KINDS: tuple[str, ...] = (
+    "stream", "event", "default_stream", "queue", "host", "flow", "collective",
+)  # fmt: skip
 
 SOURCES = ("simulated", "measured")
 

@@ -417,6 +417,8 @@ class System(Simulation):
         for rank, i in enumerate(instance.ops):
             d = self.device_of(i)
             self.state[i].start = t
+            if rank:  # one call: its ranks' ops start together (critical path, arrows)
+                self.edges.append((instance.ops[0], i, "collective"))
             instance.works.append(hold_channels(d.sms, i, channels, t))
             d.new_work = True
             if n > 1:

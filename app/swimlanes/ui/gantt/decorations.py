@@ -19,6 +19,7 @@ DEP_STYLE: dict[str, tuple[str | None, Qt.PenStyle]] = {
     "queue": (OKABE_ITO["orange"], Qt.PenStyle.DotLine),
     "host": (OKABE_ITO["blue"], Qt.PenStyle.DashDotLine),
     "flow": (OKABE_ITO["grey"], Qt.PenStyle.DashLine),
+    "collective": (OKABE_ITO["bluish_green"], Qt.PenStyle.DotLine),
 }
 DEP_TITLE = {
     "stream": "stream order",
@@ -27,6 +28,7 @@ DEP_TITLE = {
     "queue": "shared queue",
     "host": "host waits",
     "flow": "flow",
+    "collective": "collective call",
 }
 
 
