@@ -105,9 +105,11 @@ class HeaderItem(QGraphicsRectItem):
         elif stream is None:
             self.setToolTip("The host thread: host work and the calls that block it")
         else:
+            on = f" on {stream.device}" if stream.device else ""
             self.setToolTip(
-                f"Stream {stream.name}: {_KIND_TEXT[stream.kind]}, priority {stream.priority}"
-                " (lower is higher).\nRight-click to rename, retype, reorder or remove."
+                f"Stream {stream.name}{on}: {_KIND_TEXT[stream.kind]}, priority "
+                f"{stream.priority} (lower is higher).\nRight-click to rename, retype, reorder "
+                "or remove."
             )
 
     def paint(self, p: QPainter, _o: QStyleOptionGraphicsItem, _w: QWidget | None = None) -> None:
