@@ -82,3 +82,17 @@ def test_the_summary_strip_of_eight_gpus_scrolls_instead_of_widening_the_window(
     assert "gpu7 Compute busy" in [name for name, *_ in strip.rows]
     assert strip._scroll.horizontalScrollBar().maximum() > 0
     assert strip.height() >= strip.sizeHint().height()
+
+
+def test_multi_device_pipelines_leave_the_ui_thread_sooner() -> None:
+    from test_editor_helpers import sample
+
+    from swimlanes.model.validate import pipeline_from_dict
+    from swimlanes.ui.workers import MULTI_DEVICE_STEP_COST, SYNC_OP_LIMIT, simulation_steps
+
+    single, multi = sample(), pipeline_from_dict(two_devices())
+    assert simulation_steps(single) == len(single.program) + 4  # K0: 4 waves of 1024 blocks
+    assert simulation_steps(multi) == len(multi.program) * MULTI_DEVICE_STEP_COST
+    # a few hundred ops of the multi-device engine take as long as 2,000 of the fast one
+    multi.program *= 30
+    assert simulation_steps(multi) >= SYNC_OP_LIMIT > len(multi.program)
