@@ -307,3 +307,24 @@ def test_choosing_a_peer_copys_destination_as_its_source_reverses_it(editor) -> 
     # on the destination itself: a copy inside gpu0, allowed on its stream
     _choose(insp.device_combos["dst_device"], "gpu0")
     assert (op.src_device, op.dst_device) == ("gpu0", "gpu0")
+
+
+def test_a_collective_without_a_communicator_is_refused_with_what_to_do(qtbot) -> None:
+    doc = two_devices()
+    doc["communicators"] = []
+    doc["program"] = [op for op in doc["program"] if op["op"] != "all_reduce"]
+    ed = Editor(pipeline_from_dict(doc))
+    qtbot.addWidget(ed)
+    ed.show()
+    qtbot.waitExposed(ed)
+    said: list[str] = []
+    ed.controller.error.connect(said.append)
+    n = len(ed.controller.pipeline.program)
+    assert not drop_kind(ed.lanes, "all_reduce", 0, "c0")
+    assert not ed.palette_widget.append_op("broadcast")
+    assert len(ed.controller.pipeline.program) == n
+    assert said[0] == (
+        "drop refused: an all-reduce runs across the devices of a communicator: declare one "
+        "in Pipeline > Devices and communicators first"
+    )
+    assert said[-1].startswith("a broadcast runs")

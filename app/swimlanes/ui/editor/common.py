@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from swimlanes.model.document import (
+    COLLECTIVE_OPS,
     CUDA_CALLS,
     DEFAULT_STREAM,
     FORMAT_NAME,
@@ -19,7 +20,7 @@ from swimlanes.model.document import (
 )
 from swimlanes.model.edits import EditError
 from swimlanes.model.io import parse_json
-from swimlanes.model.op_kinds import REGISTRY
+from swimlanes.model.op_kinds import REGISTRY, op_kind
 from swimlanes.model.validate import PipelineError, pipeline_from_dict
 
 #: Drag from the palette: the payload is the op kind (ASCII).
@@ -50,6 +51,19 @@ assert set(PALETTE_KINDS) == set(OP_KINDS)
 
 #: What each kind does, for tooltips and the inspector (from the op-kind registry).
 OP_HELP: dict[str, str] = {k.name: k.help for k in REGISTRY}
+
+
+def new_op_refusal(kind: str, pipeline: Pipeline) -> str:
+    """Why a new ``kind`` op cannot be added to ``pipeline`` yet ("" when it can): a
+    collective needs a communicator to run on."""
+    if kind in COLLECTIVE_OPS and not pipeline.communicators:
+        title = op_kind(kind).title.lower()
+        article = "an" if title[0] in "aeiou" else "a"
+        return (
+            f"{article} {title} runs across the devices of a communicator: declare one in "
+            "Pipeline > Devices and communicators first"
+        )
+    return ""
 
 
 def op_tooltip(kind: str) -> str:

@@ -9,7 +9,7 @@ from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
 
 from swimlanes.model.edits import EditError, InsertOps, MoveOps, RemoveOps, new_ops, takes_stream
 from swimlanes.ui.editor import lane_items as li
-from swimlanes.ui.editor.common import OPS_MIME, ops_from_json, ops_to_json
+from swimlanes.ui.editor.common import OPS_MIME, new_op_refusal, ops_from_json, ops_to_json
 
 if TYPE_CHECKING:
     from swimlanes.ui.document_controller import DocumentController
@@ -29,6 +29,10 @@ class LaneCommands:
         a host-only op dropped on ``device``'s host thread is issued by that thread, and a
         collective is inserted once per member device of its communicator."""
         pipeline = self.controller.pipeline
+        reason = new_op_refusal(kind, pipeline)
+        if reason:
+            self.controller.error.emit(reason)
+            return False
         try:
             ops = new_ops(kind, pipeline, stream, index)
         except EditError as err:

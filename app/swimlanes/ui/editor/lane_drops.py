@@ -11,7 +11,7 @@ from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS
 from swimlanes.model.io import parse_json
 from swimlanes.model.validate import PipelineError
 from swimlanes.ui.editor import lane_items as li
-from swimlanes.ui.editor.common import OP_MIME, OPS_MIME
+from swimlanes.ui.editor.common import OP_MIME, OPS_MIME, new_op_refusal
 
 #: Below the last lane there is no stream to drop on.
 BELOW_LANES = "\0below"
@@ -40,6 +40,11 @@ class PaletteDrops:
         to another lane than the one under the pointer."""
         if lane == BELOW_LANES:
             return "below the last lane there is no stream: drop on a stream's lane"
+        if mime.hasFormat(OP_MIME):
+            kind = bytes(mime.data(OP_MIME).data()).decode("ascii", "replace")
+            reason = new_op_refusal(kind, self.controller.pipeline)
+            if reason:
+                return reason
         if li.is_device_lane(lane):
             return "a device's header holds no ops: drop on its host thread or a stream's lane"
         if not li.is_host_lane(lane):

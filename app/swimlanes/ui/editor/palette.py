@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (
 from swimlanes.model.edits import EditError, InsertOps, new_ops
 from swimlanes.model.op_kinds import op_kind
 from swimlanes.ui.document_controller import DocumentController
-from swimlanes.ui.editor.common import OP_MIME, PALETTE_KINDS, op_tooltip
+from swimlanes.ui.editor.common import OP_MIME, PALETTE_KINDS, new_op_refusal, op_tooltip
 from swimlanes.ui.icons import op_icon
 
 _KIND_ROLE = Qt.ItemDataRole.UserRole
@@ -79,6 +79,10 @@ class OpPalette(QWidget):
         """Append a new ``kind`` op to the end of the program, on the current lane (a
         collective: one op per member device of its communicator, as NCCL needs)."""
         c = self.controller
+        reason = new_op_refusal(kind, c.pipeline)
+        if reason:
+            c.error.emit(reason)
+            return False
         try:
             ops = new_ops(kind, c.pipeline, c.current_stream())
         except EditError as err:
