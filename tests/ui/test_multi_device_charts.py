@@ -89,7 +89,7 @@ def test_link_rows_show_the_ops_that_used_each_link(chart) -> None:
         op_colour("peer_copy").rgb(),
         op_colour("all_reduce").rgb(),
     )
-    assert "link NVLink gpu0→gpu1" in chart_tooltip(chart, 4)
+    assert "gpu0, stream c0, engine gpu0 D2H, link NVLink gpu0→gpu1" in chart_tooltip(chart, 4)
 
 
 def chart_tooltip(chart: GanttChart, op: int) -> str:
@@ -200,3 +200,18 @@ def test_search_finds_the_ops_of_one_device() -> None:
     assert np.flatnonzero(match_ops(tl, "device:gpu1")).tolist() == [1, 3, 5]
     assert np.flatnonzero(match_ops(tl, "device:gpu1 kind:all_reduce")).tolist() == [3]
     assert not match_ops(small_timeline(), "device:gpu0").any()
+
+
+def test_a_diff_of_two_multi_device_schedules_groups_both_per_device(qtbot) -> None:
+    from swimlanes.ui.diff_view import DiffWindow
+
+    a, b = two_device_timeline(), two_device_timeline()
+    b.end[[2, 3]] += 20 * US  # the all-reduce took longer on B
+    win = DiffWindow(a, b)
+    qtbot.addWidget(win)
+    assert win.chart_a.rows() == win.chart_b.rows() == GPU0_ROWS + GPU1_ROWS + LINK_ROWS
+    assert [s.group for s in win.chart_b.row_arrangement.spans][:2] == [
+        "device:gpu0",
+        "device:gpu1",
+    ]
+    assert len(win.chart_b.rows_model.collectives) == 1
