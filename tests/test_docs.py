@@ -342,3 +342,16 @@ def test_multi_gpu_quotes_the_presets_link_and_nccl_figures() -> None:
         cells = [p.link_gbps, p.link_latency_us, p.nccl_bus_gbps, p.nccl_latency_us]
         row = f"| {names} | " + " | ".join(f"{v:.3g}" for v in cells) + f" | {p.nccl_channels} |"
         assert row in text, f"multi-gpu.md: the presets' row is now {row}"
+
+
+def test_readme_quotes_the_current_ddp_figures() -> None:
+    """README's sentence on the DDP lesson: per bucket size, exposed all-reduce, per-call
+    latency and the step, as the table in multi-gpu.md (checked above) has them."""
+    lessons = _load_figures()._multi_gpu_lessons()
+    prose = " ".join((REPO / "README.md").read_text(encoding="utf-8").split())
+    for cap in lessons.BUCKET_SIZES_MB:
+        f = lessons.ddp_figures(cap)
+        step = f"{f.makespan_ns / 1e6:.2f} ms"
+        exposed, latency = f"{f.exposed_ns / 1e6:.2f}", f"{f.latency_ns / 1e6:.2f} ms"
+        assert f"{cap} MB" in prose and step in prose, (cap, step)
+        assert exposed in prose and latency in prose, (cap, exposed, latency)
