@@ -128,6 +128,10 @@ def test_lanes_are_grouped_per_device_with_their_host_threads(editor, qtbot) -> 
     assert not lanes.block_visible(program[3].uid) and lanes.block_visible(program[2].uid)
     QTest.mouseClick(lanes.viewport(), Qt.MouseButton.LeftButton, pos=pos)
     assert lanes.lanes()[-1] == "c1" and lanes.block_visible(program[3].uid)
+    # an op of a collapsed device selected elsewhere (the program panel, a chart) shows it
+    lanes.set_device_collapsed("gpu1", True)
+    editor.controller.set_selection_indexes([3])
+    assert "c1" in lanes.lanes() and lanes.block_visible(program[3].uid)
 
 
 def test_a_single_device_pipeline_has_no_device_lanes(qtbot) -> None:

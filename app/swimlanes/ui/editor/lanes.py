@@ -395,8 +395,17 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
             # clear of the pinned headers on the left
             uids = self.controller.selection()
             if uids and uids[0] in self._blocks:
+                self._expand_device_of(uids[0])
                 rect = self._blocks[uids[0]].rect().adjusted(-li.HEADER_W, 0, 0, 0)
                 self.ensureVisible(rect, 12, 10)
+
+    def _expand_device_of(self, uid: int) -> None:
+        """An op selected elsewhere under a collapsed device: show that device's lanes."""
+        if self._blocks[uid].isVisible() or not self.collapsed_devices:
+            return
+        pipeline = self.controller.pipeline
+        op = pipeline.program[pipeline.op_index(uid)]
+        self.set_device_collapsed(pipeline.op_device(op), False)
 
     def _scene_selection_changed(self) -> None:
         if self._syncing:
