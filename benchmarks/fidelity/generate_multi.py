@@ -1,7 +1,7 @@
 """Seeded random multi-GPU pipelines for the held-out multi-GPU fidelity benchmark.
 
 ``python benchmarks/fidelity/generate_multi.py --count 40 --devices 2 --out DIR`` writes
-``DIR/mfid-<seed>.json`` for seeds 0 .. count-1, each on ``--devices`` GPUs (``--preset``
+``DIR/fid-<seed>.json`` for seeds 0 .. count-1 (the names report.py and measurements.py read), each on ``--devices`` GPUs (``--preset``
 names the device preset written into the files; the measuring stage replaces it with the
 calibrated one). Each pipeline is built from segments drawn from what multi-GPU programs do:
 
@@ -174,7 +174,7 @@ def multi_fidelity_pipeline(seed: int, devices: int = 2, preset: str = "") -> Pi
         rng.choice(segments)()
     b.finish()
     pipeline = Pipeline(
-        name=f"mfid-{seed:04d}",
+        name=f"fid-{seed:04d}",
         streams=b.streams,
         program=b.program,
         devices=[Device(d) for d in b.devices],

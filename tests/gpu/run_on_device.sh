@@ -6,7 +6,8 @@
 # imports), runs the multi-GPU tests, calibrates the links (--links) and packs the figures
 # with the GPUs, host and date into $OUT/links.json (tests/gpu/multi/ keeps one per machine),
 # then runs the single-GPU tests for at most MULTI_TESTS_SECONDS (default 120). The fidelity stage (benchmarks/fidelity/README.md) calibrates, then measures
-# FID_COUNT (default 160) generated random pipelines with --repeat 5 in one process, and packs
+# FID_COUNT (default 160; 40 with FID_DEVICES) generated random pipelines (on FID_DEVICES GPUs,
+# benchmarks/fidelity/generate_multi.py, when set above 1) with --repeat 5 in one process, and packs
 # the preset, the raw calibration, the host's description and the runs into $OUT/fidelity.tgz.
 # The GPU machine's own numpy breaks numba-cuda's compiler and it has no package index, so the
 # wheels this needs sit in .whl/ (numpy 2.4.6, cupti-python 13.0.1, pyelftools; cp312) and are
@@ -144,7 +145,12 @@ if has fidelity; then
     log "fidelity: calibrate"
     $SW calibrate ${CALIBRATE_FLAGS:-} -o "$FID/preset.json" --raw "$FID/calibration-raw.json"
     echo "calibrate rc=$?"
-    $PY benchmarks/fidelity/generate.py --count "${FID_COUNT:-160}" --out "$FID/pipelines"
+    if [ "${FID_DEVICES:-1}" -gt 1 ]; then  # multi-GPU pipelines (the calibration has links)
+        $PY benchmarks/fidelity/generate_multi.py --count "${FID_COUNT:-40}" \
+            --devices "$FID_DEVICES" --out "$FID/pipelines"
+    else
+        $PY benchmarks/fidelity/generate.py --count "${FID_COUNT:-160}" --out "$FID/pipelines"
+    fi
     log "fidelity: run"
     # Bounded, so that whatever was measured still comes back inside the call's limit.
     timeout "${FID_SECONDS:-420}" $SW run "$FID"/pipelines/*.json --repeat 5 --out-dir "$FID/runs" \
