@@ -467,6 +467,9 @@ def op_tooltip(tl: Timeline, op: int) -> str:
     label = tl.labels[op] or kind.replace("_", " ")
     lines = [f"{label}  [{kind}, op #{int(tl.index[op])}]"]
     where = []
+    device = tl.host_device_name(op)
+    if device is not None:
+        where.append(device)
     if tl.stream_name(op) is not None:
         where.append(f"stream {tl.stream_name(op)}")
     if tl.engine_name(op) is not None:
