@@ -215,3 +215,27 @@ def test_a_diff_of_two_multi_device_schedules_groups_both_per_device(qtbot) -> N
         "device:gpu1",
     ]
     assert len(win.chart_b.rows_model.collectives) == 1
+
+
+def test_a_collective_calls_edge_joins_its_ranks_starts() -> None:
+    """The 'collective' edge is drawn start to start (the ranks start together), not from the
+    first rank's end as a wait would be."""
+    from swimlanes.engine import get_preset, simulate
+    from swimlanes.model.io import load_pipeline
+    from swimlanes.resources import examples_dir
+    from swimlanes.timeline.timeline import DEP_KINDS
+    from swimlanes.ui.gantt.rows import build_rows, dependency_segments
+
+    tl = simulate(
+        load_pipeline(examples_dir() / "ddp-buckets-50mb.json"), get_preset("8x-h200-nvlink")
+    )
+    first = int(tl.dep_src[tl.dep_kind == DEP_KINDS.index("collective")][0])
+    rows = build_rows(tl)
+    segments = [
+        s
+        for s in dependency_segments(rows, np.asarray([first]))
+        if s[4] == DEP_KINDS.index("collective")
+    ]
+    assert len(segments) == 7  # to the seven other ranks
+    start_us = (int(tl.start[first]) - rows.t0) / 1000.0
+    assert all(s[0] == start_us == s[2] for s in segments)

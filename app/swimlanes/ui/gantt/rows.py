@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 
 from swimlanes.model.document import OP_KINDS
-from swimlanes.timeline.timeline import NO_TIME, Timeline
+from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
 from swimlanes.ui.gantt.coverage import (  # noqa: F401 - re-exported: drawing code and tests
     SHADE_LEVELS,
     BarLod,
@@ -426,9 +426,11 @@ def dependency_segments(
     if tl is None or not len(ops) or not len(tl.dep_src):
         return []
     touch = np.isin(tl.dep_src, ops) | np.isin(tl.dep_dst, ops)
+    # The ranks of one collective call start together: their edge joins the starts.
+    together = DEP_KINDS.index("collective")
     out = []
     for e in np.flatnonzero(touch)[:limit].tolist():
-        a = _anchor(rows, int(tl.dep_src[e]), at_end=True)
+        a = _anchor(rows, int(tl.dep_src[e]), at_end=int(tl.dep_kind[e]) != together)
         b = _anchor(rows, int(tl.dep_dst[e]), at_end=False)
         if a is not None and b is not None:
             out.append((a[0], a[1], b[0], b[1], int(tl.dep_kind[e])))
