@@ -122,6 +122,9 @@ LESSONS: tuple[LessonImage, ...] = (
                 caption="fused into 4 kernels"),
     LessonImage("lesson-swimming-in-streams", "swimming-in-streams"),
     LessonImage("lesson-swimming-in-streams-sync", "swimming-in-streams-sync"),
+    LessonImage("lesson-peer-copy-split", "peer-copy-split"),
+    LessonImage("lesson-ddp-buckets-25mb", "ddp-buckets-25mb", caption="first 2 ms",
+                x_range_us=(0.0, 2000.0)),
 )  # fmt: skip
 
 
