@@ -16,6 +16,7 @@ from swimlanes.gpu.errors import ExecutionCancelled, GpuError  # noqa: E402
 from swimlanes.gpu.executor import execute  # noqa: E402
 from swimlanes.gpu.sim_backend import SimulatorBackend  # noqa: E402
 from swimlanes.model.validate import pipeline_from_dict  # noqa: E402
+from swimlanes.timeline.timeline import DEP_KINDS  # noqa: E402
 
 CREATED: list[SimulatorBackend] = []
 #: Set by a scenario: the next device backend made fails its Nth issued peer copy.
@@ -112,6 +113,11 @@ def run(program: list[dict], devices: int = 2, drop: int | None = None, **kw: ob
         "link_names": tl.link_names,
         "links": [
             [int(r), tl.link_names[int(i)]] for r, i in zip(tl.link_op, tl.link_id, strict=True)
+        ],
+        "collective_deps": [
+            [int(a), int(b)]
+            for a, b, k in zip(tl.dep_src, tl.dep_dst, tl.dep_kind, strict=True)
+            if DEP_KINDS[int(k)] == "collective"
         ],
         "start": [int(x) for x in tl.start],
         "end": [int(x) for x in tl.end],

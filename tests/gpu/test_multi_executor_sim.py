@@ -155,3 +155,10 @@ def test_device_memory_is_checked_per_device_before_allocating(sim: dict) -> Non
         refused["error"] == "this pipeline needs 3.0 GiB of device memory on gpu0, 1.0 GiB is free"
     )
     assert refused["allocs"] == 0
+
+
+def test_a_measured_collective_joins_its_ranks_like_a_simulated_one(sim: dict) -> None:
+    """The all-reduce's two ranks (rows 4 and 5) carry the 'collective' edge the simulator
+    records, so the critical path of a measurement crosses devices the same way."""
+    assert sim["two_devices"]["collective_deps"] == [[4, 5]]
+    assert sim["every_collective"]["collective_deps"] == [[0, 1], [2, 3], [4, 5], [6, 7]]

@@ -82,6 +82,8 @@ def multi_timeline(
     link_op: list[int] = []
     link_id: list[int] = []
     last_in_stream: dict[str, int] = {}
+    calls: dict[tuple[Any, int], list[int]] = {}  # (communicator, k): its ranks' rows
+    made: dict[tuple[Any, int], int] = {}  # (communicator, device): its calls so far
     for op in plan.ops:
         local = plan.plans[op.device].ops[op.local]
         i = op.index
@@ -102,6 +104,13 @@ def multi_timeline(
         for pair in links_of(op, plan):
             link_op.append(row)
             link_id.append(link_pairs.index(pair))
+        if op.kind in COLLECTIVE_OPS and op.nranks > 1:  # the k-th call of each member
+            k = made.get((op.comm, op.device), 0)
+            made[(op.comm, op.device)] = k + 1
+            calls.setdefault((op.comm, k), []).append(row)
+    for rows in calls.values():  # one call: its ranks start together (as the simulator says)
+        for r in rows[1:]:
+            b.add_dep(rows[0], r, "collective")
     meta = _meta(run, ranges, len(reps))
     meta["repetition_spans_us"] = [round(x / 1000.0, 3) for x in spans]
     kind = getattr(run, "link_kinds", {})
