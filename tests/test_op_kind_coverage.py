@@ -106,6 +106,12 @@ def test_every_kind_has_a_title_a_colour_and_help() -> None:
         assert re.fullmatch(r"#[0-9A-Fa-f]{6}", spec.colour), spec.name
 
 
+def test_every_kind_has_one_place_in_the_palette() -> None:
+    from swimlanes.model.op_kinds import PALETTE_ORDER
+
+    assert sorted(PALETTE_ORDER) == sorted(KINDS)
+
+
 def test_the_schema_has_a_branch_per_kind_with_the_registrys_keys() -> None:
     schema = pipeline_schema()
     assert schema["$defs"]["op"]["properties"]["op"]["enum"] == KINDS

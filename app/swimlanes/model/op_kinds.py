@@ -196,6 +196,15 @@ REGISTRY: tuple[OpKind, ...] = (
 
 BY_NAME: dict[str, OpKind] = {k.name: k for k in REGISTRY}
 
+#: The order the editor's palette (and its kind menus) list the kinds in: data movement,
+#: compute, ordering, host, then the multi-device kinds. Every kind has its place here
+#: (tests/test_op_kind_coverage.py checks it).
+PALETTE_ORDER: tuple[str, ...] = (
+    "h2d", "d2h", "d2d", "memset", "kernel", "event_record", "event_wait", "stream_sync",
+    "event_sync", "device_sync", "host", "host_func", "malloc", "free",
+    "peer_copy", "all_reduce", "reduce_scatter", "all_gather", "broadcast",
+)  # fmt: skip
+
 #: Per layer, the kinds it handles; see :func:`register_layer`.
 _LAYERS: dict[str, frozenset[str]] = {}
 

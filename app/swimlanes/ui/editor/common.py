@@ -12,15 +12,13 @@ from swimlanes.model.document import (
     DEFAULT_STREAM,
     FORMAT_NAME,
     FORMAT_VERSION,
-    MULTI_DEVICE_OPS,
-    OP_KINDS,
     STREAM_OPS,
     Op,
     Pipeline,
 )
 from swimlanes.model.edits import EditError
 from swimlanes.model.io import parse_json
-from swimlanes.model.op_kinds import REGISTRY, op_kind
+from swimlanes.model.op_kinds import PALETTE_ORDER, REGISTRY, op_kind
 from swimlanes.model.validate import PipelineError, pipeline_from_dict
 
 #: Drag from the palette: the payload is the op kind (ASCII).
@@ -29,25 +27,8 @@ OP_MIME = "application/x-swimlanes-op"
 OPS_MIME = "application/x-swimlanes-ops"
 OPS_CLIPBOARD_FORMAT = "swimlanes-ops"
 
-#: Palette order: data movement, compute, ordering, host, then the multi-device kinds.
-PALETTE_KINDS: tuple[str, ...] = (
-    "h2d",
-    "d2h",
-    "d2d",
-    "memset",
-    "kernel",
-    "event_record",
-    "event_wait",
-    "stream_sync",
-    "event_sync",
-    "device_sync",
-    "host",
-    "host_func",
-    "malloc",
-    "free",
-    *MULTI_DEVICE_OPS,
-)
-assert set(PALETTE_KINDS) == set(OP_KINDS)
+#: Palette order (the registry's: data movement, compute, ordering, host, multi-device).
+PALETTE_KINDS: tuple[str, ...] = PALETTE_ORDER
 
 #: What each kind does, for tooltips and the inspector (from the op-kind registry).
 OP_HELP: dict[str, str] = {k.name: k.help for k in REGISTRY}
