@@ -128,51 +128,10 @@ class DeviceRun:
         pool: dict[str, Buffer] | None,
         latest: dict[str, Any],
     ) -> Step:
-        be, k = self.backend, op.kind
-        if k in ("h2d", "d2h", "d2d"):
-            buffers = planned(pool, op, "buffers")
-            other = buffers["device2"] if k == "d2d" else buffers[op.host_memory]
-            return be.prepare_copy(
-                k, planned(s, op, "a stream"), buffers["device"], other, op.nbytes, not op.is_async
-            )
-        if k == "memset":
-            buffers = planned(pool, op, "buffers")
-            return be.prepare_memset(
-                planned(s, op, "a stream"), buffers["device"], op.nbytes, not op.is_async
-            )
-        if k == "kernel":
-            a = pool.get("device") if pool else None
-            b = pool.get("device2") if pool else None
-            return be.prepare_kernel(
-                planned(op.kernel, op, "a kernel"), planned(s, op, "a stream"), a, b
-            )
-        if k == "event_record":
-            name = planned(op.event, op, "an event")
-            ev = self.record_events[op.index] = latest[name] = self._event()
-            return be.prepare_event_record(ev, planned(s, op, "a stream"))
-        if k in ("event_wait", "event_sync"):
-            name = planned(op.event, op, "an event")
-            if name not in latest:
-                latest[name] = self._event()  # never recorded: waiting on it is a no-op
-            ev = latest[name]
-            if k == "event_wait":
-                return be.prepare_event_wait(ev, planned(s, op, "a stream"))
-            return be.prepare_event_sync(ev)
-        if k == "stream_sync":
-            return be.prepare_stream_sync(planned(s, op, "a stream"))
-        if k == "device_sync":
-            return be.prepare_device_sync()
-        if k == "host_func":
-            slot = self.host_slots[op.index] = new_slot(op.duration_ns)
-            return be.prepare_host_func(planned(s, op, "a stream"), slot)
-        if k == "host":
-            return functools.partial(busy_wait_ns, op.duration_ns)
-        if k == "malloc":
-            m = planned(op.malloc_slot, op, "a malloc slot")
-            return be.prepare_malloc(self.malloc_slots, m, self.plan.malloc_bytes[m])
-        if k == "free":
-            return be.prepare_free(self.malloc_slots, planned(op.malloc_slot, op, "a malloc slot"))
-        raise GpuError(f"op {op.index}: cannot execute a {k} op")
+        step = LOCAL_STEPS.get(op.kind)
+        if step is None:
+            raise GpuError(f"op {op.index}: cannot execute a {op.kind} op")
+        return step(self, op, s, pool, latest)
 
     def prefill_frees(self) -> None:
         """Allocate (untimed) what frees will release that no earlier malloc allocated."""
@@ -314,3 +273,89 @@ def spread(v: np.ndarray) -> np.ndarray:
         p10, p90 = np.percentile(v[:, ok], [10, 90], axis=0)
         out[ok] = np.round(p90 - p10).astype(np.int64)
     return out
+
+
+# -- one issue step per kind of op --------------------------------------------------------------
+# Each builds the step that issues ``op`` (one device's op: the multi-device kinds are the
+# multi-device executor's, gpu/multi_executor.MULTI_DEVICE_STEPS), from the run's resources,
+# its stream ``s``, its pooled buffers and the latest record of each event.
+_Pool = dict[str, Buffer] | None
+StepBuilder = Callable[[DeviceRun, OpPlan, StreamHandle | None, _Pool, dict[str, Any]], Step]
+
+
+def _copy_step(run: DeviceRun, op: OpPlan, s: StreamHandle | None, pool: _Pool, _: dict) -> Step:
+    buffers = planned(pool, op, "buffers")
+    other = buffers["device2"] if op.kind == "d2d" else buffers[op.host_memory]
+    return run.backend.prepare_copy(
+        op.kind, planned(s, op, "a stream"), buffers["device"], other, op.nbytes, not op.is_async
+    )
+
+
+def _memset_step(run: DeviceRun, op: OpPlan, s: StreamHandle | None, pool: _Pool, _: dict) -> Step:
+    buffers = planned(pool, op, "buffers")
+    return run.backend.prepare_memset(
+        planned(s, op, "a stream"), buffers["device"], op.nbytes, not op.is_async
+    )
+
+
+def _kernel_step(run: DeviceRun, op: OpPlan, s: StreamHandle | None, pool: _Pool, _: dict) -> Step:
+    a = pool.get("device") if pool else None
+    b = pool.get("device2") if pool else None
+    return run.backend.prepare_kernel(
+        planned(op.kernel, op, "a kernel"), planned(s, op, "a stream"), a, b
+    )
+
+
+def _record_step(
+    run: DeviceRun, op: OpPlan, s: StreamHandle | None, _: _Pool, latest: dict[str, Any]
+) -> Step:
+    name = planned(op.event, op, "an event")
+    ev = run.record_events[op.index] = latest[name] = run._event()
+    return run.backend.prepare_event_record(ev, planned(s, op, "a stream"))
+
+
+def _wait_step(
+    run: DeviceRun, op: OpPlan, s: StreamHandle | None, _: _Pool, latest: dict[str, Any]
+) -> Step:
+    """event_wait (the stream waits) and event_sync (the host waits)."""
+    name = planned(op.event, op, "an event")
+    if name not in latest:
+        latest[name] = run._event()  # never recorded: waiting on it is a no-op
+    if op.kind == "event_wait":
+        return run.backend.prepare_event_wait(latest[name], planned(s, op, "a stream"))
+    return run.backend.prepare_event_sync(latest[name])
+
+
+def _host_func_step(run: DeviceRun, op: OpPlan, s: StreamHandle | None, _: _Pool, __: dict) -> Step:
+    slot = run.host_slots[op.index] = new_slot(op.duration_ns)
+    return run.backend.prepare_host_func(planned(s, op, "a stream"), slot)
+
+
+def _malloc_step(run: DeviceRun, op: OpPlan, _: StreamHandle | None, __: _Pool, ___: dict) -> Step:
+    m = planned(op.malloc_slot, op, "a malloc slot")
+    return run.backend.prepare_malloc(run.malloc_slots, m, run.plan.malloc_bytes[m])
+
+
+def _free_step(run: DeviceRun, op: OpPlan, _: StreamHandle | None, __: _Pool, ___: dict) -> Step:
+    return run.backend.prepare_free(run.malloc_slots, planned(op.malloc_slot, op, "a malloc slot"))
+
+
+#: The issue step of each kind one device runs alone (the executor's per-kind table).
+LOCAL_STEPS: dict[str, StepBuilder] = {
+    "h2d": _copy_step,
+    "d2h": _copy_step,
+    "d2d": _copy_step,
+    "memset": _memset_step,
+    "kernel": _kernel_step,
+    "event_record": _record_step,
+    "event_wait": _wait_step,
+    "event_sync": _wait_step,
+    "stream_sync": lambda run, op, s, _, __: run.backend.prepare_stream_sync(
+        planned(s, op, "a stream")
+    ),
+    "device_sync": lambda run, op, s, _, __: run.backend.prepare_device_sync(),
+    "host_func": _host_func_step,
+    "host": lambda run, op, s, _, __: functools.partial(busy_wait_ns, op.duration_ns),
+    "malloc": _malloc_step,
+    "free": _free_step,
+}

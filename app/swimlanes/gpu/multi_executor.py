@@ -36,7 +36,7 @@ import numpy as np
 from swimlanes.gpu.backend import device_count, make_backend
 from swimlanes.gpu.backend_api import Buffer, CudaBackend, Step
 from swimlanes.gpu.collectives import Collectives, make_collectives
-from swimlanes.gpu.device_run import Cancel, DeviceRun, Progress, chain, quietly
+from swimlanes.gpu.device_run import LOCAL_STEPS, Cancel, DeviceRun, Progress, chain, quietly
 from swimlanes.gpu.device_threads import (
     WAIT_S,
     DeviceThreads,
@@ -54,12 +54,10 @@ from swimlanes.gpu.multi_plan import (
 )
 from swimlanes.gpu.multi_timeline import expected_value, multi_timeline
 from swimlanes.gpu.probes import NvtxRanges, Probe, make_probe
-from swimlanes.model.document import COLLECTIVE_OPS, OP_KINDS, PEER_COPY, Pipeline
+from swimlanes.model.document import COLLECTIVE_OPS, PEER_COPY, Pipeline
 from swimlanes.model.op_kinds import register_layer
 from swimlanes.model.validate import validate
 from swimlanes.timeline.timeline import NO_TIME, Timeline
-
-register_layer("executor", OP_KINDS)
 
 #: Ops whose data check the run's meta lists even when they passed (all failures are listed).
 CHECKS_SHOWN = 64
@@ -203,10 +201,9 @@ class _MultiRun:
 
     def _prepare(self, op: MultiOp, latest: dict[str, Any]) -> Step:
         run, w = self.runs[op.device], self.workers
-        if op.kind == PEER_COPY:
-            return self._peer_copy(op)
-        if op.kind in COLLECTIVE_OPS:
-            return self._collective(op)
+        builder = MULTI_DEVICE_STEPS.get(op.kind)
+        if builder is not None:
+            return builder(self, op)
         step = w.call(op.device, run.prepare_local, op.local, latest)
         be: Any = self.backends[op.device]
         stream = run.streams.get(run.plan.ops[op.local].stream or "")
@@ -321,6 +318,15 @@ class _MultiRun:
             with contextlib.suppress(Exception):
                 self.workers.call(d, run.release)
         self.runs.clear()
+
+
+#: The issue step of each kind that involves several devices (the others are each device's
+#: own: device_run.LOCAL_STEPS).
+MULTI_DEVICE_STEPS: dict[str, Callable[[_MultiRun, MultiOp], Step]] = {
+    PEER_COPY: _MultiRun._peer_copy,
+    **dict.fromkeys(COLLECTIVE_OPS, _MultiRun._collective),
+}
+register_layer("executor", (*LOCAL_STEPS, *MULTI_DEVICE_STEPS))
 
 
 def _new_run(be: CudaBackend, plan: Any) -> _DeviceRun:
