@@ -43,7 +43,7 @@ from swimlanes.engine.plan import (
     Shapes,
     _new_shape,
 )
-from swimlanes.engine.presets import DevicePreset, _sorted_points
+from swimlanes.engine.preset_model import DevicePreset, _sorted_points
 from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS
 
 _D2D, _MEMSET, _HOST_FUNC = K["d2d"], K["memset"], K["host_func"]
