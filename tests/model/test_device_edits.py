@@ -12,6 +12,7 @@ from swimlanes.model.edits import (
     Edit,
     EditError,
     InsertOps,
+    MoveOps,
     RemoveCommunicator,
     RemoveDevice,
     RemoveOps,
@@ -198,3 +199,12 @@ def test_a_single_device_document_keeps_its_shape_under_op_edits() -> None:
     InsertOps(1, [new_op("device_sync", p)]).apply(p)
     assert set(p.to_dict()) == set(before)
     assert "device" not in p.program[1].to_dict()
+
+
+def test_moving_host_work_to_another_devices_thread() -> None:
+    p = two_gpus()
+    host = p.program[3]
+    after = roundtrip(p, MoveOps([host.uid], 0, device="gpu0"))
+    assert after["program"][0] == {"op": "host", "duration_us": 3, "device": "gpu0"}
+    with pytest.raises(EditError, match="no device named 'gpu9'"):
+        MoveOps([host.uid], 0, device="gpu9").apply(p)

@@ -332,3 +332,15 @@ def test_a_collective_without_a_communicator_is_refused_with_what_to_do(qtbot) -
         "in Pipeline > Devices and communicators first"
     )
     assert said[-1].startswith("a broadcast runs")
+
+
+def test_dragging_host_work_to_another_devices_host_thread_moves_it_there(editor) -> None:
+    c, lanes = editor.controller, editor.lanes
+    host = c.pipeline.program[5]
+    assert c.pipeline.op_device(host) == "gpu1"
+    target = QPointF(lanes.column_x(5) + 5, lanes.lane_y(li.host_lane("gpu0")) + 20)
+    lanes.drag_blocks_to([host.uid], host.uid, target)
+    assert c.pipeline.op_device(host) == "gpu0" and lanes.lane_of(host) == li.host_lane("gpu0")
+    assert not validate(c.pipeline)
+    c.undo_stack.undo()
+    assert c.pipeline.op_device(host) == "gpu1" and lanes.lane_of(host) == li.host_lane("gpu1")

@@ -113,22 +113,33 @@ class MoveOps(Edit):
     """Move ops so that they stand together, in program order, from program ``index`` on.
 
     ``index`` is the new program index of the first moved op (0 .. len(program) - len(uids)).
-    With ``stream`` the stream ops among them move to that lane too (host ops stay on the host).
+    With ``stream`` the stream ops among them move to that lane too (host ops stay on the host);
+    with ``device`` (several devices: the host thread's lane they were dropped on) the host-only
+    ops among them move to that device's host thread.
     Moves of the same ops within one ``gesture`` (a drag) merge into one undo step.
     """
 
     merge_id = 1
 
-    def __init__(self, uids: list[int], index: int, stream: str | None = None, gesture: Any = None):
+    def __init__(
+        self,
+        uids: list[int],
+        index: int,
+        stream: str | None = None,
+        gesture: Any = None,
+        device: str | None = None,
+    ):
         super().__init__()
         if not uids:
             raise EditError("nothing selected to move")
         self.uids = list(dict.fromkeys(uids))
         self.index = index
         self.stream = stream
+        self.device = device
         self.gesture = gesture
         self._before: list[tuple[int, Op]] = []
         self._streams_before: list[str | None] = []
+        self._devices_before: list[str | None] = []
         self._text = f"Move {plural(len(self.uids), 'op')}"
 
     def _do(self, pipeline: Pipeline) -> None:
@@ -140,8 +151,11 @@ class MoveOps(Edit):
             )
         if self.stream is not None and pipeline.stream(self.stream) is None:
             raise EditError(f"there is no stream named {self.stream!r}")
+        if self.device is not None and self.device not in pipeline.device_names:
+            raise EditError(f"there is no device named {self.device!r}")
         self._before = moved
         self._streams_before = [op.stream for _, op in moved]
+        self._devices_before = [op.device for _, op in moved]
         if len(moved) == 1:
             self._text = f"Move {op_name(moved[0][1])}"
         remove_uids(pipeline, set(self.uids))
@@ -151,10 +165,15 @@ class MoveOps(Edit):
                 if takes_stream(op.op) and op.stream_name != self.stream:
                     # ops on the legacy default stream name none, as new ops do
                     op.stream = None if self.stream == DEFAULT_STREAM else self.stream
+        if self.device is not None:
+            for _, op in moved:
+                if not takes_stream(op.op):
+                    op.device = self.device
 
     def _undo(self, pipeline: Pipeline) -> None:
-        for (_, op), stream in zip(self._before, self._streams_before, strict=True):
-            op.stream = stream
+        before = zip(self._before, self._streams_before, self._devices_before, strict=True)
+        for (_, op), stream, device in before:
+            op.stream, op.device = stream, device
         remove_uids(pipeline, set(self.uids))
         restore_ops(pipeline, self._before)
 
@@ -172,6 +191,8 @@ class MoveOps(Edit):
         self.index = other.index
         if other.stream is not None:
             self.stream = other.stream
+        if other.device is not None:
+            self.device = other.device
         return True
 
 

@@ -514,15 +514,18 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
         index = max(0, min(self.column_at(scene_pos.x()) - offset, last))
         lane = self.lane_at(scene_pos.y())
         stream = lane if li.is_stream_lane(lane) else None
+        # a device's host-thread lane: host calls dropped there move to that device's thread
+        device = li.lane_device(lane) if li.is_host_lane(lane) else None
         first = pipeline.op_index(ordered[0])
         contiguous = pipeline.op_index(ordered[-1]) - first == len(ordered) - 1
         op = pipeline.program[pipeline.op_index(grabbed)]
         same_lane = stream is None or op.op not in STREAM_OPS or op.stream_name == stream
-        if contiguous and first == index and same_lane:
+        same_thread = device is None or op.op in STREAM_OPS or pipeline.op_device(op) == device
+        if contiguous and first == index and same_lane and same_thread:
             return
         if self._gesture is None:
             self._gesture = next(_gestures)
-        self.controller.push(MoveOps(ordered, index, stream, gesture=self._gesture))
+        self.controller.push(MoveOps(ordered, index, stream, gesture=self._gesture, device=device))
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt's name
         """Ctrl+wheel zooms (0.3x to 3x); the wheel alone scrolls."""
