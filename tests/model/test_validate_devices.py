@@ -212,3 +212,18 @@ def test_device_keys_are_not_kept_as_unknown_keys() -> None:
     pipeline = pipeline_from_dict(copy.deepcopy(BASE))
     assert all(not op.extra for op in pipeline.program)
     assert all(not s.extra for s in pipeline.streams)
+
+
+def test_a_refused_stream_is_reported_once_not_again_by_every_op_on_it() -> None:
+    from swimlanes.model.validate import PipelineError, pipeline_from_dict
+
+    doc = {
+        "format": "swimlanes-pipeline", "version": 1,
+        "devices": [{"name": "gpu0"}, {"name": "gpu1"}],
+        "streams": [{"name": "a", "device": "gpuX"}, {"name": "b", "device": "gpu1"}],
+        "program": [{"op": "kernel", "stream": "a", "blocks": 1, "threads": 32,
+                     "duration_us": 5}] * 3,
+    }  # fmt: skip
+    with pytest.raises(PipelineError) as err:
+        pipeline_from_dict(doc)
+    assert [p.path for p in err.value.problems] == ["streams[0].device"]

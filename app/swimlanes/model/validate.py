@@ -124,6 +124,11 @@ def _parse_streams(c: Checker, raw_streams: list, scope: Scope | None = None) ->
     for i, raw in enumerate(raw_streams):
         s = _parse_stream(c, raw, f"streams[{i}]", scope)
         if s is None:
+            # Refused, but its name is still the one the program's ops use: they are not
+            # reported again as naming an undeclared stream (the stream's problem is the one).
+            name = raw.get("name") if isinstance(raw, dict) else None
+            if isinstance(name, str) and name:
+                scope.stream_device.setdefault(name, scope.first_device)
             continue
         if s.name in seen:
             c.add(f"streams[{i}].name", f"duplicate stream name {short(s.name)}")
