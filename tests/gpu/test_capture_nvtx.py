@@ -49,6 +49,11 @@ def test_capture_keeps_the_nvtx_range_asked_for(tmp_path: Path) -> None:
     # step 2: two multiplies, then the sum's reduction (steps 1 and 3 have one and three)
     assert len([n for n in names if "reduce" not in n.lower()]) == 2, names
     assert any("reduce" in n.lower() for n in names), names
+    # the rebuilt pipeline's ops carry the range they were called in
+    with open(tmp_path / "steps.run.json") as f:
+        program = json.load(f)["pipeline"]["program"]
+    kernels = [op for op in program if op["op"] == "kernel"]
+    assert kernels and all(op["label"].startswith("step: ") for op in kernels), kernels
 
 
 def test_a_cupti_marker_record_is_read_with_cupti_pythons_field_names() -> None:

@@ -172,3 +172,20 @@ def test_a_capture_without_gpu_work_is_refused_clearly() -> None:
     records = {"api": [_api("cudaGetDevice", 1, 0, 100)]}
     with pytest.raises(TraceError, match="no GPU activity"):
         _timeline(records)
+
+
+def test_rebuilt_ops_are_labelled_by_the_nvtx_range_their_call_was_made_in() -> None:
+    """NVTX ranges the capture recorded (absolute CUPTI ns) label the rebuilt ops: the
+    innermost range around each call, "forward: <label>"; calls outside any keep theirs."""
+    info = {**_info(), "nvtx_ranges": [["step", T + 15_000, T + 38_000],
+                                       ["forward", T + 19_000, T + 26_500]]}  # fmt: skip
+    doc = capture_trace(_records(), info)
+    tl = read_timelines([json.dumps(doc)])[0][0]
+    labels = {op.op: op.label for op in reconstruct(tl).pipeline.program if op.op != "host"}
+    assert labels["kernel"] == "step: consumer"  # the second kernel, in step only
+    assert labels["event_record"] == "forward: cudaEventRecord"  # inside forward, in step
+    assert labels["memset"] == "step: Memset (Device)"
+    assert labels["h2d"] == "Memcpy HtoD (Pageable -> Device)"  # before the step
+    assert labels["device_sync"] == "Context Sync"  # after it
+    first = next(op for op in reconstruct(tl).pipeline.program if op.op == "kernel")
+    assert first.label == "forward: producer"

@@ -220,3 +220,21 @@ def test_a_truncated_database_is_refused_clearly(tmp_path: Path) -> None:
     with pytest.raises(TraceError) as err:
         load_timeline_any(broken)
     assert "Traceback" not in str(err.value)
+
+
+def test_an_exports_nvtx_ranges_label_the_rebuilt_ops(tmp_path: Path) -> None:
+    trace = _trace(CAPTURES / "cupy_streams-overlap.capture.json.gz")
+    report = tmp_path / "report.sqlite"
+    write_nsys_export(trace, report, enums=True)
+    base = trace["swimlanesCapture"]["t0_ns"]
+    db = sqlite3.connect(report)
+    db.execute("CREATE TABLE NVTX_EVENTS (start INTEGER NOT NULL, end INTEGER, "
+               "eventType INTEGER NOT NULL, text TEXT, textId INTEGER)")  # fmt: skip
+    db.execute("INSERT INTO StringIds VALUES (9999, 'iteration')")
+    db.execute("INSERT INTO NVTX_EVENTS VALUES (?, ?, 59, NULL, 9999)", (base, base + 10**9))
+    db.execute("INSERT INTO NVTX_EVENTS VALUES (?, NULL, 34, 'a mark', NULL)", (base,))
+    db.commit()
+    db.close()
+    rebuilt = rebuild_file(report, "h200").rebuilt.pipeline
+    calls = [op for op in rebuilt.program if op.op != "host"]
+    assert calls and all((op.label or "").startswith("iteration: ") for op in calls)

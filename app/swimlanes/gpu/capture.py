@@ -230,12 +230,14 @@ def capture_program(
     if log:
         log(f"captured {sum(map(len, recorder.records.values()))} CUPTI records in "
             f"{time.time() - started:.1f} s")  # fmt: skip
-    _regions.extend(nvtx_regions(recorder.records.pop("marker", [])))
+    nvtx = nvtx_regions(recorder.records.pop("marker", []))
+    _regions.extend(nvtx)
     records = _kept(recorder.records, keep)
     _name_calls(cupti, records.get("api", []))
     _demangle(records.get("kernel", []))
     info = {"legacy_stream": legacy, "argv": list(argv), "device": be.device_info().name,
             "host": this_host(be).to_dict(), "range": keep,
+            "nvtx_ranges": [[n, s, e] for n, s, e in nvtx],
             "date": datetime.now(UTC).isoformat(timespec="seconds")}  # fmt: skip
     return capture_trace(records, info)
 

@@ -106,6 +106,17 @@ def _summarised(notes: list[str], keep: int = 3) -> list[str]:
     return out
 
 
+def _ranges(raw: Any) -> list[tuple[str, int, int]]:
+    """The timeline's NVTX ranges (``meta["nvtx_ranges"]``: [name, start, end] in its ns)."""
+    if not isinstance(raw, list):
+        return []
+    return [
+        (str(r[0]), int(r[1]), int(r[2]))
+        for r in raw
+        if isinstance(r, list) and len(r) == 3 and all(type(v) is int for v in r[1:])
+    ]
+
+
 class _Builder:
     def __init__(self, tl: Timeline, min_host_gap_us: float) -> None:
         self.tl = tl
@@ -114,6 +125,7 @@ class _Builder:
         self.calls: list[str] = list(tl.meta.get("calls") or [""] * len(tl))
         self.shapes: dict[str, Any] = dict(tl.meta.get("kernel_shapes") or {})
         self.pageable = {int(r) for r in tl.meta.get("pageable_rows", [])}
+        self.ranges = _ranges(tl.meta.get("nvtx_ranges"))
         self.notes: list[str] = []
         self.op_of_row: dict[int, int] = {}
         self.record_of: dict[int, int] = {}  # consumer row -> record row
@@ -122,6 +134,15 @@ class _Builder:
         ):
             if k == _EVENT_DEP:
                 self.record_of[d] = s
+
+    def range_label(self, row: int, label: str) -> str:
+        """``label`` prefixed by the innermost NVTX range its call was made in ("conv1: ...")."""
+        t = int(self.tl.issue_start[row])
+        inside = [r for r in self.ranges if r[1] <= t <= r[2]] if t != NO_TIME else []
+        if not inside:
+            return label
+        name = max(inside, key=lambda r: r[1])[0]  # the latest to start: the innermost
+        return f"{name}: {label}" if label else name
 
     # -- streams ----------------------------------------------------------------------------
     def _legacy(self) -> str | None:
@@ -201,7 +222,7 @@ class _Builder:
 
     def op_for(self, row: int, last_stream: str | None) -> Op | None:
         tl, kind = self.tl, self.tl.op_kind(row)
-        label = _short(tl.labels[row]) or None
+        label = _short(self.range_label(row, tl.labels[row])) or None
         stream = self.stream_of(row)
         if kind == "kernel":
             blocks, threads = self.shapes.get(str(row), UNKNOWN_SHAPE)

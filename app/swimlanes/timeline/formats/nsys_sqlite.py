@@ -4,7 +4,8 @@ Nsight Systems records the same CUPTI activity that ``swimlanes capture`` record
 kind: ``CUPTI_ACTIVITY_KIND_RUNTIME`` (runtime and driver API calls), ``..._KERNEL``,
 ``..._MEMCPY``, ``..._MEMSET``, ``..._SYNCHRONIZATION`` and ``..._CUDA_EVENT``, names in
 ``StringIds``, streams in ``TARGET_INFO_CUDA_STREAM``, each context's legacy default stream in
-``TARGET_INFO_CUDA_CONTEXT_INFO.nullStreamId`` and GPU names in ``TARGET_INFO_GPU``. This module
+``TARGET_INFO_CUDA_CONTEXT_INFO.nullStreamId``, GPU names in ``TARGET_INFO_GPU`` and NVTX
+ranges (the rebuilt ops' labels) in ``NVTX_EVENTS``. This module
 reads those tables into the records a capture holds and writes them as the capture's trace
 (:mod:`swimlanes.timeline.formats.cupti_trace`), so that a report opens as a measurement and
 rebuilds as a pipeline exactly as a capture does, with the legacy default stream and each
@@ -193,6 +194,15 @@ class _Report:
         nulls = {int(r[0]) for r in self._rows("TARGET_INFO_CUDA_CONTEXT_INFO", ("nullStreamId",))}
         if len(nulls) == 1:  # one context: its legacy default stream
             out["legacy_stream"] = nulls.pop()
+        ranges = [
+            [str(text or self.strings.get(text_id, "")), int(start), int(end)]
+            for start, end, text, text_id in self._rows(
+                "NVTX_EVENTS", ("start", "end", "text", "textId")
+            )
+            if start is not None and end is not None and int(end) > int(start)
+        ]
+        if ranges:  # NVTX push/pop and start/end ranges: labels of the rebuilt ops
+            out["nvtx_ranges"] = [r for r in ranges if r[0]]
         gpus = [str(r[0]) for r in self._rows("TARGET_INFO_GPU", ("name",)) if r[0]]
         if gpus:
             out["device"] = gpus[0]

@@ -86,6 +86,8 @@ _HOST_CALLS = {
 # Driver entry points carry version and per-thread-stream suffixes (cuMemAlloc_v2).
 _CALL_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)+$")
 _MAX_STREAMS = np.iinfo(np.int16).max
+# NVTX ranges a capture's trace may name (labels of the rebuilt pipeline's ops).
+MAX_NVTX_RANGES = 100_000
 # Processes of a Swimlanes-exported trace (one per timeline) opened at most.
 _MAX_TIMELINES = 64
 
@@ -345,6 +347,13 @@ def _capture_meta(top: dict[str, Any], stream_name: dict[tuple, str]) -> dict[st
     out: dict[str, Any] = {"capture": {k: info[k] for k in ("argv", "date", "range") if k in info}}
     if isinstance(info.get("host"), dict):
         out["host"] = info["host"]  # compare then finds this host's calibration
+    t0, ranges = info.get("t0_ns"), info.get("nvtx_ranges")
+    if type(t0) is int and isinstance(ranges, list):  # NVTX ranges, on the timeline's clock
+        out["nvtx_ranges"] = [
+            [str(r[0]), r[1] - t0, r[2] - t0]
+            for r in ranges[:MAX_NVTX_RANGES]
+            if isinstance(r, list) and len(r) == 3 and all(type(v) is int for v in r[1:])
+        ]
     legacy = info.get("legacy_stream")
     if type(legacy) is int and legacy in names:
         out["legacy_stream"] = names[legacy]
