@@ -89,3 +89,14 @@ def test_what_cannot_be_replayed_is_named_and_the_rest_is_kept() -> None:
     assert rebuilt.notes == ["an event wait on an unknown event (rows 1)"]
     assert list(rebuilt.measured.index) == [0, 3, 2]  # the left-out row goes past the program
     validate(rebuilt.pipeline)
+
+
+@needs_traces
+def test_a_pytorch_traces_record_function_ranges_label_the_rebuilt_ops() -> None:
+    """Kineto's user_annotation ranges (record_function, ProfilerStep#N) prefix the label of
+    each rebuilt op whose call was made inside them; the measured labels stay as they were."""
+    tl, _ = load_timeline_any(EVENT_SYNC)
+    assert [r[0] for r in tl.meta["ranges"]] == ["ProfilerStep#100"]
+    calls = [op for op in reconstruct(tl).pipeline.program if op.op != "host"]
+    assert calls and all((op.label or "").startswith("ProfilerStep#100: ") for op in calls)
+    assert not any(label.startswith("ProfilerStep") for label in tl.labels)

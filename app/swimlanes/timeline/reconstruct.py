@@ -107,7 +107,8 @@ def _summarised(notes: list[str], keep: int = 3) -> list[str]:
 
 
 def _ranges(raw: Any) -> list[tuple[str, int, int]]:
-    """The timeline's NVTX ranges (``meta["nvtx_ranges"]``: [name, start, end] in its ns)."""
+    """The timeline's named ranges (``meta["ranges"]``: [name, start, end] in its ns): NVTX
+    ranges of a capture or an Nsight Systems export, a PyTorch trace's record_function ones."""
     if not isinstance(raw, list):
         return []
     return [
@@ -125,7 +126,7 @@ class _Builder:
         self.calls: list[str] = list(tl.meta.get("calls") or [""] * len(tl))
         self.shapes: dict[str, Any] = dict(tl.meta.get("kernel_shapes") or {})
         self.pageable = {int(r) for r in tl.meta.get("pageable_rows", [])}
-        self.ranges = _ranges(tl.meta.get("nvtx_ranges"))
+        self.ranges = _ranges(tl.meta.get("ranges"))
         self.notes: list[str] = []
         self.op_of_row: dict[int, int] = {}
         self.record_of: dict[int, int] = {}  # consumer row -> record row
@@ -136,7 +137,7 @@ class _Builder:
                 self.record_of[d] = s
 
     def range_label(self, row: int, label: str) -> str:
-        """``label`` prefixed by the innermost NVTX range its call was made in ("conv1: ...")."""
+        """``label`` prefixed by the innermost named range its call was made in ("conv1: ...")."""
         t = int(self.tl.issue_start[row])
         inside = [r for r in self.ranges if r[1] <= t <= r[2]] if t != NO_TIME else []
         if not inside:

@@ -70,6 +70,8 @@ class EventCollector:
         # (ph, id, pid, tid, ts, name, args.index)
         self.flows: list[tuple] = []
         self.ours: list[dict[str, Any]] = []
+        # PyTorch's record_function ranges ("user_annotation"): (name, start, end) in ns.
+        self.annotations: list[tuple[str, int, int]] = []
         self.skipped: dict[str, int] = {}
         self.count = 0
         # Open duration events ("B", not yet ended), per (pid, tid): (event number, event).
@@ -202,6 +204,9 @@ class EventCollector:
             stream = args.get("stream")
             if type(stream) is int and stream not in _NO_STREAM:  # an event record's stream
                 self.runtime_stream[key] = stream
+        elif cat == "user_annotation":
+            self._keep(n)
+            self.annotations.append((self._shared.setdefault(name, name), ts, ts + dur))
         elif cat in chrome_trace.OUR_CATS and isinstance(args.get("op"), str):
             self._keep(n)
             self.ours.append(

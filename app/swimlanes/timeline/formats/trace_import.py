@@ -86,7 +86,7 @@ _HOST_CALLS = {
 # Driver entry points carry version and per-thread-stream suffixes (cuMemAlloc_v2).
 _CALL_SUFFIX = re.compile(r"(_v\d+|_ptsz|_ptds)+$")
 _MAX_STREAMS = np.iinfo(np.int16).max
-# NVTX ranges a capture's trace may name (labels of the rebuilt pipeline's ops).
+# Named ranges (NVTX, record_function) a trace may give: labels of the rebuilt pipeline's ops.
 MAX_NVTX_RANGES = 100_000
 # Processes of a Swimlanes-exported trace (one per timeline) opened at most.
 _MAX_TIMELINES = 64
@@ -327,6 +327,7 @@ def _kineto_timeline(sink: EventCollector, top: dict[str, Any]) -> Timeline:
             "kernel_shapes": {
                 str(int(new_row[r])): list(shape) for r, shape in sorted(t.shapes.items())
             },
+            **_annotation_meta(sink),
             **_capture_meta(top, stream_name),
             "record_streams": {
                 str(int(new_row[t.corr_row[c]])): stream_name[key]
@@ -335,6 +336,13 @@ def _kineto_timeline(sink: EventCollector, top: dict[str, Any]) -> Timeline:
             },
         },
     )
+
+
+def _annotation_meta(sink: EventCollector) -> dict[str, Any]:
+    """A PyTorch trace's record_function ranges, which label the ops of its rebuilt pipeline
+    (``meta["ranges"]``; a capture's NVTX ranges take their place)."""
+    kept = sink.annotations[:MAX_NVTX_RANGES]
+    return {"ranges": [[name, s, e] for name, s, e in kept]} if kept else {}
 
 
 def _capture_meta(top: dict[str, Any], stream_name: dict[tuple, str]) -> dict[str, Any]:
@@ -349,7 +357,7 @@ def _capture_meta(top: dict[str, Any], stream_name: dict[tuple, str]) -> dict[st
         out["host"] = info["host"]  # compare then finds this host's calibration
     t0, ranges = info.get("t0_ns"), info.get("nvtx_ranges")
     if type(t0) is int and isinstance(ranges, list):  # NVTX ranges, on the timeline's clock
-        out["nvtx_ranges"] = [
+        out["ranges"] = [
             [str(r[0]), r[1] - t0, r[2] - t0]
             for r in ranges[:MAX_NVTX_RANGES]
             if isinstance(r, list) and len(r) == 3 and all(type(v) is int for v in r[1:])
