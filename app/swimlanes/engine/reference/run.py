@@ -7,7 +7,9 @@ The rules are the package docstring's; each is implemented in one method here (o
 from __future__ import annotations
 
 from collections import deque
+from collections.abc import Iterable
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.engine.reference.devices import (
@@ -46,6 +48,14 @@ _SYNC_RETURN_KEY = {
     HostCall.WAIT_EVENT: "event_sync",
     HostCall.WAIT_ALL: "device_sync",
 }
+
+
+class SyncScope(Protocol):
+    """The legacy default stream's and the implicit synchronisations' state of one device."""
+
+    last_default: int
+    barrier_id: int
+    barrier_ops: list[int]
 
 
 @dataclass
@@ -248,30 +258,37 @@ class Simulation:
             self.edges.append((prev, i, "stream"))
         if self.ops[i].kind == "event_wait" and self.record_of.get(i, -1) >= 0:
             deps.append(self.record_of[i])
+        scope, streams = self.sync_scope(s)
         klass = self.streams[s].klass
         if klass is StreamClass.LEGACY:
             # It waits for every blocking stream's last op (once per op).
-            for b, other in enumerate(self.streams):
+            for b in streams:
                 last = self.tail[b]
-                if other.klass is StreamClass.BLOCKING and last >= 0 and last != self.covered[b]:
+                blocking = self.streams[b].klass is StreamClass.BLOCKING
+                if blocking and last >= 0 and last != self.covered[b]:
                     deps.append(last)
                     self.edges.append((last, i, "default_stream"))
                     self.covered[b] = last
-            self.last_default = i
+            scope.last_default = i
         elif klass is StreamClass.BLOCKING:
             # It waits for the last legacy op it has not waited for yet.
-            last = self.last_default
+            last = scope.last_default
             if last >= 0 and last != self.seen_default[s]:
                 self.seen_default[s] = last
                 deps.append(last)
                 self.edges.append((last, i, "default_stream"))
-        if self.seen_barrier[s] != self.barrier_id:  # its first op after an implicit sync
-            self.seen_barrier[s] = self.barrier_id
-            for b in self.barrier_ops:
+        if self.seen_barrier[s] != scope.barrier_id:  # its first op after an implicit sync
+            self.seen_barrier[s] = scope.barrier_id
+            for b in scope.barrier_ops:
                 if b not in (prev, i):
                     deps.append(b)
                     self.edges.append((b, i, "default_stream"))
         return tuple(deps)
+
+    def sync_scope(self, s: int) -> tuple[SyncScope, Iterable[int]]:
+        """What holds stream ``s``'s legacy-default and implicit-synchronisation state, and the
+        streams that state covers: the one device, all of them (a device of several, its own)."""
+        return self, range(len(self.streams))
 
     def implicit_sync(self) -> None:
         """Device-wide implicit synchronisation: later work waits for all work not done yet."""

@@ -52,7 +52,6 @@ from swimlanes.engine.reference.program import (
     Engine,
     HostCall,
     OpFacts,
-    StreamClass,
     event_records,
     latency_table,
     next_in_stream,
@@ -344,39 +343,10 @@ class System(Simulation):
                     self.check_host(d, t)
 
     # -- rules 2 and 3 per device ------------------------------------------------------------------
-    def stream_deps(self, i: int, s: int) -> tuple[int, ...]:
-        """As Simulation.stream_deps, with the legacy stream and implicit synchronisations of
-        the stream's own device."""
+    def sync_scope(self, s: int) -> tuple[Device, list[int]]:
+        """Stream ``s``'s own device: its legacy stream and implicit synchronisations."""
         d = self.devices[self.layout.stream_device[s]]
-        prev = self.tail[s]
-        deps = [prev] if prev >= 0 else []
-        if prev >= 0:
-            self.edges.append((prev, i, "stream"))
-        if self.ops[i].kind == "event_wait" and self.record_of.get(i, -1) >= 0:
-            deps.append(self.record_of[i])
-        klass = self.streams[s].klass
-        if klass is StreamClass.LEGACY:
-            for b in d.layout.streams:
-                last = self.tail[b]
-                blocking = self.streams[b].klass is StreamClass.BLOCKING
-                if blocking and last >= 0 and last != self.covered[b]:
-                    deps.append(last)
-                    self.edges.append((last, i, "default_stream"))
-                    self.covered[b] = last
-            d.last_default = i
-        elif klass is StreamClass.BLOCKING:
-            last = d.last_default
-            if last >= 0 and last != self.seen_default[s]:
-                self.seen_default[s] = last
-                deps.append(last)
-                self.edges.append((last, i, "default_stream"))
-        if self.seen_barrier[s] != d.barrier_id:
-            self.seen_barrier[s] = d.barrier_id
-            for b in d.barrier_ops:
-                if b not in (prev, i):
-                    deps.append(b)
-                    self.edges.append((b, i, "default_stream"))
-        return tuple(deps)
+        return d, d.layout.streams
 
     def implicit_sync(self, d: Device) -> None:  # type: ignore[override]
         tails = (self.tail[s] for s in d.layout.streams)
