@@ -327,10 +327,19 @@ def generate_cuda(pipeline: Pipeline, *, repeat: int = 5) -> str:
         '    g_op_label = "";',
         "}",
         "",
+        *main_function(repeat, _setup(plan), _teardown(plan)),
+    ]
+    return "\n".join(out)
+
+
+def main_function(repeat: int, setup: list[str], teardown: list[str]) -> list[str]:
+    """``main()``: the set-up, a warm-up ``run_program()``, then ``repeat`` (or argv[1]) timed
+    runs, printing the median makespan as JSON, and the teardown."""
+    return [
         "int main(int argc, char** argv) {",
         f"    int repeat = argc > 1 ? std::atoi(argv[1]) : {repeat};",
         "    if (repeat < 1) repeat = 1;",
-        *_setup(plan),
+        *setup,
         "    run_program();  // warm-up",
         "    std::vector<double> makespans;",
         "    for (int r = 0; r < repeat; ++r) {",
@@ -342,9 +351,8 @@ def generate_cuda(pipeline: Pipeline, *, repeat: int = 5) -> str:
         "    std::sort(makespans.begin(), makespans.end());",
         '    std::printf("{\\"pipeline\\": %s, \\"makespan_us\\": %.3f}\\n", kPipelineNameJson,',
         "                makespans[makespans.size() / 2]);",
-        *_teardown(plan),
+        *teardown,
         "    return 0;",
         "}",
         "",
     ]
-    return "\n".join(out)

@@ -16,7 +16,7 @@ import re
 from collections.abc import Callable
 
 from swimlanes.codegen import cuda
-from swimlanes.codegen.multi import MultiPlan, device_label_changes, make_multi_plan
+from swimlanes.codegen.multi import MultiPlan, device_label_changes, make_multi_plan, nccl_call
 from swimlanes.codegen.plan import CodePlan, checked_int, cpp_string_literal, make_plan
 from swimlanes.model.document import COLLECTIVE_OPS, Op, Pipeline
 from swimlanes.model.op_kinds import register_layer
@@ -116,13 +116,7 @@ def _collective(plan: CodePlan, mp: MultiPlan, op: Op, index: int) -> list[str]:
     c = mp.collectives[index]
     comm = f"{mp.comm_ids[c.comm]}[{c.rank}]"
     stream = cuda._stream(plan, op, index)
-    args = {
-        "all_reduce": ("ncclAllReduce", f"{c.count}, ncclFloat, ncclSum"),
-        "reduce_scatter": ("ncclReduceScatter", f"{c.count}, ncclFloat, ncclSum"),
-        "all_gather": ("ncclAllGather", f"{c.count}, ncclFloat"),
-        "broadcast": ("ncclBroadcast", f"{c.count}, ncclFloat, {c.root}"),
-    }
-    call, middle = args[op.op]
+    call, middle = nccl_call(op.op, c, "ncclFloat", "ncclSum")
     return [f"CHECK_NCCL({call}(coll_send, coll_recv, {middle}, {comm}, {stream}));"]
 
 
@@ -333,24 +327,6 @@ def generate_cuda_multi(pipeline: Pipeline, *, repeat: int = 5) -> str:
         *[f"    t{d}.join();" for d in range(n)],
         "}",
         "",
-        "int main(int argc, char** argv) {",
-        f"    int repeat = argc > 1 ? std::atoi(argv[1]) : {repeat};",
-        "    if (repeat < 1) repeat = 1;",
-        *_setup(plan, mp, used),
-        "    run_program();  // warm-up",
-        "    std::vector<double> makespans;",
-        "    for (int r = 0; r < repeat; ++r) {",
-        "        auto t0 = std::chrono::steady_clock::now();",
-        "        run_program();",
-        "        auto t1 = std::chrono::steady_clock::now();",
-        "        makespans.push_back(std::chrono::duration<double, std::micro>(t1 - t0).count());",
-        "    }",
-        "    std::sort(makespans.begin(), makespans.end());",
-        '    std::printf("{\\"pipeline\\": %s, \\"makespan_us\\": %.3f}\\n", kPipelineNameJson,',
-        "                makespans[makespans.size() / 2]);",
-        *_teardown(plan, mp),
-        "    return 0;",
-        "}",
-        "",
+        *cuda.main_function(repeat, _setup(plan, mp, used), _teardown(plan, mp)),
     ]
     return "\n".join(out)

@@ -78,6 +78,19 @@ class MultiPlan:
         return sorted({(min(s, d), max(s, d)) for s, d in self.peers.values() if s != d})
 
 
+def nccl_call(kind: str, c: Collective, dtype: str, sum_op: str) -> tuple[str, str]:
+    """The NCCL function of a collective ``kind`` and its arguments between the buffers and
+    the communicator (count, data type, reduction or root), in the export's spelling of
+    ``ncclFloat`` (``dtype``) and ``ncclSum`` (``sum_op``)."""
+    calls = {
+        "all_reduce": ("ncclAllReduce", f"{c.count}, {dtype}, {sum_op}"),
+        "reduce_scatter": ("ncclReduceScatter", f"{c.count}, {dtype}, {sum_op}"),
+        "all_gather": ("ncclAllGather", f"{c.count}, {dtype}"),
+        "broadcast": ("ncclBroadcast", f"{c.count}, {dtype}, {c.root}"),
+    }
+    return calls[kind]
+
+
 def _device_index(plan: MultiPlan, name: str | None, where: str) -> int:
     try:
         return plan.devices.index(name or plan.devices[0])

@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable
 
 from swimlanes.codegen import python
-from swimlanes.codegen.multi import MultiPlan, device_label_changes, make_multi_plan
+from swimlanes.codegen.multi import MultiPlan, device_label_changes, make_multi_plan, nccl_call
 from swimlanes.codegen.plan import CodePlan, checked_int, make_plan, python_string_literal
 from swimlanes.model.document import COLLECTIVE_OPS, Op, Pipeline
 from swimlanes.model.op_kinds import register_layer
@@ -168,13 +168,7 @@ def _collective(plan: CodePlan, mp: MultiPlan, op: Op, index: int) -> list[str]:
     c = mp.collectives[index]
     comm = f"g.comms[{_lit(mp.comm_ids[c.comm])}][{c.rank}]"
     stream = f"int({python._handle(plan, op, index)})"
-    middle = {
-        "all_reduce": ("ncclAllReduce", f"{c.count}, NCCL_FLOAT, NCCL_SUM"),
-        "reduce_scatter": ("ncclReduceScatter", f"{c.count}, NCCL_FLOAT, NCCL_SUM"),
-        "all_gather": ("ncclAllGather", f"{c.count}, NCCL_FLOAT"),
-        "broadcast": ("ncclBroadcast", f"{c.count}, NCCL_FLOAT, {c.root}"),
-    }
-    call, args = middle[op.op]
+    call, args = nccl_call(op.op, c, "NCCL_FLOAT", "NCCL_SUM")
     buffers = "int(p.coll_send), int(p.coll_recv)"
     return [f"check_nccl(nccl.{call}({buffers}, {args}, {comm}, {stream}))"]
 
