@@ -19,11 +19,12 @@ import numpy as np
 from swimlanes.engine.plan import MAX_OP_NS
 from swimlanes.engine.presets import DevicePreset, get_preset
 from swimlanes.engine.reference.collectives import instances
+from swimlanes.engine.reference.columns import op_columns
 from swimlanes.engine.reference.layout import MultiDeviceError, layout
 from swimlanes.engine.reference.program import OpFacts
 from swimlanes.engine.reference.system import System
-from swimlanes.model.document import MULTI_DEVICE_OPS, OP_KINDS, Pipeline
-from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
+from swimlanes.model.document import MULTI_DEVICE_OPS, Pipeline
+from swimlanes.timeline.timeline import Timeline
 
 __all__ = ["MultiDeviceError", "needs_multi_device", "simulate_multi_device"]
 
@@ -74,23 +75,14 @@ def _check_times(ops: list[OpFacts], preset: DevicePreset) -> None:
 
 def multi_timeline(system: System, name: str) -> Timeline:
     """The timeline of a finished multi-device run (device columns and link usage set)."""
-    ops, preset, facts, n = system.ops, system.preset, system.layout, len(system.ops)
-
-    def column(values: list[int], dtype: type = np.int64) -> np.ndarray:
-        return np.asarray(values, dtype=dtype).reshape(n)
-
-    def time(value: int) -> int:
-        return NO_TIME if value < 0 else value
-
-    enqueued = [op.engine is not None for op in ops]
-    solo = [op.solo_ns if q else NO_TIME for op, q in zip(ops, enqueued, strict=True)]
-    issue_end = [time(s.issue_end) for s in system.state]
+    preset, facts, n = system.preset, system.layout, len(system.ops)
+    columns, serial = op_columns(system.ops, system.state, system.edges)
+    issue_end = columns["issue_end"].tolist()
     issue_start = [0] * n
     gap = round(preset.host_call_gap_us * 1000.0)
     for dev in facts.devices:  # each host thread: a call starts after its previous one ended
         for prev, i in zip(dev.ops, dev.ops[1:], strict=False):
             issue_start[i] = issue_end[prev] + gap
-    src, dst, kind = zip(*system.edges, strict=True) if system.edges else ((), (), ())
     engine_names, engine_device, occ_t, occ_s, occ_d = [], [], [], [], []
     for d, device in enumerate(system.devices):
         names = [*device.copies.names, "Compute"]
@@ -101,22 +93,10 @@ def multi_timeline(system: System, name: str) -> Timeline:
         occ_d += [d] * len(device.sms.occupancy)
     use = system.link_use
     return Timeline(
-        index=np.arange(n, dtype=np.int64),
-        kind=column([OP_KINDS.index(op.kind) for op in ops], np.int8),
-        stream=column([op.stream for op in ops], np.int16),
-        engine=column([s.engine for s in system.state], np.int16),
-        issue_start=column(issue_start),
-        issue_end=column(issue_end),
-        start=column([time(s.start) for s in system.state]),
-        end=column([time(s.end) for s in system.state]),
-        solo_ns=column(solo),
-        bytes=column([op.nbytes for op in ops]),
-        labels=[op.label for op in ops],
+        **columns,
+        issue_start=np.asarray(issue_start, dtype=np.int64),
         stream_names=[s.name for s in system.streams],
         engine_names=engine_names,
-        dep_src=np.asarray(src, dtype=np.int32),
-        dep_dst=np.asarray(dst, dtype=np.int32),
-        dep_kind=np.asarray([DEP_KINDS.index(k) for k in kind], dtype=np.int8),
         occupancy_time=np.asarray(occ_t, dtype=np.int64),
         occupancy_sms=np.asarray(occ_s, dtype=np.int32),
         sm_count=preset.sm_count,
@@ -125,7 +105,7 @@ def multi_timeline(system: System, name: str) -> Timeline:
         name=name,
         meta={
             "preset": preset.name,
-            "serial_ns": sum(s for s, q in zip(solo, enqueued, strict=True) if q),
+            "serial_ns": serial,
             "connections": preset.connections or len(system.streams),
             "devices": len(system.devices),
         },

@@ -153,11 +153,12 @@ from __future__ import annotations
 import numpy as np
 
 from swimlanes.engine.presets import DevicePreset, get_preset
+from swimlanes.engine.reference.columns import op_columns
 from swimlanes.engine.reference.program import REFERENCE_KINDS, op_table, stream_table
 from swimlanes.engine.reference.run import Simulation
-from swimlanes.model.document import OP_KINDS, Pipeline
+from swimlanes.model.document import Pipeline
 from swimlanes.model.op_kinds import register_layer
-from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
+from swimlanes.timeline.timeline import Timeline
 
 # Its per-kind tables (program.py): the single-device kinds here, the multi-device kinds in
 # system.py (peer copies, collectives).
@@ -196,36 +197,15 @@ def _simulate(pipeline: Pipeline, device: DevicePreset | str, fast_engine_ties: 
 
 
 def _timeline(sim: Simulation, name: str) -> Timeline:
-    ops, preset, n = sim.ops, sim.preset, len(sim.ops)
-
-    def column(values: list[int], dtype: type = np.int64) -> np.ndarray:
-        return np.asarray(values, dtype=dtype).reshape(n)
-
-    def time(value: int) -> int:
-        return NO_TIME if value < 0 else value
-
-    enqueued = [op.engine is not None for op in ops]
-    solo = [op.solo_ns if q else NO_TIME for op, q in zip(ops, enqueued, strict=True)]
-    issue_end = [time(s.issue_end) for s in sim.state]
+    preset, n = sim.preset, len(sim.ops)
+    columns, serial = op_columns(sim.ops, sim.state, sim.edges)
     gap = round(preset.host_call_gap_us * 1000.0)
-    src, dst, kind = zip(*sim.edges, strict=True) if sim.edges else ((), (), ())
+    issue_end = columns["issue_end"].tolist()
     return Timeline(
-        index=np.arange(n, dtype=np.int64),
-        kind=column([OP_KINDS.index(op.kind) for op in ops], np.int8),
-        stream=column([op.stream for op in ops], np.int16),
-        engine=column([s.engine for s in sim.state], np.int16),
-        issue_start=column([0, *(t + gap for t in issue_end[:-1])][:n]),
-        issue_end=column(issue_end),
-        start=column([time(s.start) for s in sim.state]),
-        end=column([time(s.end) for s in sim.state]),
-        solo_ns=column(solo),
-        bytes=column([op.nbytes for op in ops]),
-        labels=[op.label for op in ops],
+        **columns,
+        issue_start=np.asarray([0, *(t + gap for t in issue_end[:-1])][:n], dtype=np.int64),
         stream_names=[s.name for s in sim.streams],
         engine_names=[*sim.copies.names, "Compute"],
-        dep_src=np.asarray(src, dtype=np.int32),
-        dep_dst=np.asarray(dst, dtype=np.int32),
-        dep_kind=np.asarray([DEP_KINDS.index(k) for k in kind], dtype=np.int8),
         occupancy_time=np.asarray([t for t, _ in sim.sms.occupancy], dtype=np.int64),
         occupancy_sms=np.asarray([s for _, s in sim.sms.occupancy], dtype=np.int32),
         sm_count=preset.sm_count,
@@ -234,7 +214,7 @@ def _timeline(sim: Simulation, name: str) -> Timeline:
         name=name,
         meta={
             "preset": preset.name,
-            "serial_ns": sum(s for s, q in zip(solo, enqueued, strict=True) if q),
+            "serial_ns": serial,
             "connections": preset.connections or len(sim.streams),
         },
     )
