@@ -307,20 +307,37 @@ def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
         "    global sm_count",
         "    sm_count = cuda.get_current_device().MULTIPROCESSOR_COUNT",
         *_setup_lines(plan),
-        "    run_program(streams, handles, events, b, p)  # warm-up: compiles kernels",
+        *timed_runs("run_program(streams, handles, events, b, p)", "compiles kernels", []),
+        *script_end(checked_int(repeat, "repeat", 1)),
+    ]
+    return "\n".join(out)
+
+
+def timed_runs(call: str, warm_up: str, teardown: list[str]) -> list[str]:
+    """The end of ``main()``: a warm-up ``call``, ``repeat`` timed ones, ``teardown``, and the
+    median makespan printed as JSON."""
+    return [
+        f"    {call}  # warm-up: {warm_up}",
         "    makespans = []",
         "    for _ in range(repeat):",
         "        t0 = time.perf_counter_ns()",
-        "        run_program(streams, handles, events, b, p)",
+        f"        {call}",
         "        makespans.append((time.perf_counter_ns() - t0) / 1000.0)",
+        *teardown,
         "    print(json.dumps({'pipeline': PIPELINE_NAME, "
         "'makespan_us': statistics.median(makespans), 'runs_us': makespans}))",
+    ]
+
+
+def script_end(repeat: int) -> list[str]:
+    """The script's last lines: ``sm_count`` for the kernels, and ``main()`` run with the
+    repetitions argv[1] asks for (else ``repeat``)."""
+    return [
         "",
         "",
         "sm_count = 1",
         "",
         'if __name__ == "__main__":',
-        f"    main(int(sys.argv[1]) if len(sys.argv) > 1 else {checked_int(repeat, 'repeat', 1)})",
+        f"    main(int(sys.argv[1]) if len(sys.argv) > 1 else {repeat})",
         "",
     ]
-    return "\n".join(out)

@@ -308,21 +308,7 @@ def generate_python_multi(pipeline: Pipeline, *, repeat: int = 5) -> str:
         "",
         f"def main(repeat={repeat}):",
         *_setup(plan, mp, ["\n".join(lines) for lines in devices]),
-        "    run_program(g)  # warm-up: compiles kernels on every device",
-        "    makespans = []",
-        "    for _ in range(repeat):",
-        "        t0 = time.perf_counter_ns()",
-        "        run_program(g)",
-        "        makespans.append((time.perf_counter_ns() - t0) / 1000.0)",
-        *teardown,
-        "    print(json.dumps({'pipeline': PIPELINE_NAME, "
-        "'makespan_us': statistics.median(makespans), 'runs_us': makespans}))",
-        "",
-        "",
-        "sm_count = 1",
-        "",
-        'if __name__ == "__main__":',
-        f"    main(int(sys.argv[1]) if len(sys.argv) > 1 else {repeat})",
-        "",
+        *python.timed_runs("run_program(g)", "compiles kernels on every device", teardown),
+        *python.script_end(repeat),
     ]
     return "\n".join(out)
