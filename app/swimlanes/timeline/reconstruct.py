@@ -33,6 +33,7 @@ side-by-side view and a saved run line the two up op by op. Qt-free.
 
 from __future__ import annotations
 
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -126,7 +127,11 @@ class _Builder:
         self.calls: list[str] = list(tl.meta.get("calls") or [""] * len(tl))
         self.shapes: dict[str, Any] = dict(tl.meta.get("kernel_shapes") or {})
         self.pageable = {int(r) for r in tl.meta.get("pageable_rows", [])}
-        self.ranges = _ranges(tl.meta.get("ranges"))
+        ranges = _ranges(tl.meta.get("ranges"))
+        # By start; of ranges that start together, the first listed is taken (visited last).
+        order = sorted(range(len(ranges)), key=lambda k: (ranges[k][1], -k))
+        self.ranges = [ranges[k] for k in order]
+        self.range_starts = [r[1] for r in self.ranges]
         self.notes: list[str] = []
         self.op_of_row: dict[int, int] = {}
         self.record_of: dict[int, int] = {}  # consumer row -> record row
@@ -139,11 +144,15 @@ class _Builder:
     def range_label(self, row: int, label: str) -> str:
         """``label`` prefixed by the innermost named range its call was made in ("conv1: ...")."""
         t = int(self.tl.issue_start[row])
-        inside = [r for r in self.ranges if r[1] <= t <= r[2]] if t != NO_TIME else []
-        if not inside:
+        if t == NO_TIME:
             return label
-        name = max(inside, key=lambda r: r[1])[0]  # the latest to start: the innermost
-        return f"{name}: {label}" if label else name
+        # Back from the latest range to start by t: the first still open at t is the
+        # innermost (nested ranges end in reverse order, so this stops after a few steps).
+        for k in range(bisect_right(self.range_starts, t) - 1, -1, -1):
+            name, _, end = self.ranges[k]
+            if end >= t:
+                return f"{name}: {label}" if label else name
+        return label
 
     # -- streams ----------------------------------------------------------------------------
     def _legacy(self) -> str | None:
