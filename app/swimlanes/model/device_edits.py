@@ -159,6 +159,9 @@ class RenameDevice(_ChangesEdit):
         for stream in pipeline.streams:
             if stream.device == self.old:
                 ch.set(stream, "device", self.new)
+        for thread in pipeline.host_threads:
+            if thread.device == self.old:
+                ch.set(thread, "device", self.new)
         for op in pipeline.program:
             for key in DEVICE_FIELDS:
                 if key != "communicator" and getattr(op, key) == self.old:

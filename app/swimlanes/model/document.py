@@ -69,6 +69,8 @@ MAX_BLOCKS_PER_SM = 2048
 #: Declared devices (one host thread and one set of engines each; NCCL's largest single-node
 #: systems have 8 GPUs, so 64 leaves room for a rack of them).
 MAX_DEVICES = 64
+#: Declared host threads (each issues its own ops; a real program has a few dozen at most).
+MAX_HOST_THREADS = 256
 #: Declared communicators (each a set of devices; all subsets of 8 devices are 255).
 MAX_COMMUNICATORS = 1024
 #: Stream priorities are C ints in CUDA.
@@ -108,9 +110,34 @@ class Stream:
     #: The device the stream belongs to (None: the pipeline's first device).
     device: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+    #: The host thread the stream belongs to (None: its device's first thread). A
+    #: per-thread default stream is that thread's own; the ops of any other stream are issued
+    #: by it unless an op names another thread. The legacy default stream has none.
+    host_thread: str | None = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"name": self.name, "kind": self.kind, "priority": self.priority}
+        if self.device is not None:
+            out["device"] = self.device
+        if self.host_thread is not None:
+            out["host_thread"] = self.host_thread
+        out.update(self.extra)
+        return out
+
+
+@dataclass
+class HostThread:
+    """One host thread of the program: it issues its own ops in program order, and its
+    synchronisations block only it. ``device`` is its current device (``cudaSetDevice``;
+    None: the pipeline's first device). A pipeline that declares no host threads has one per
+    device, named after the device."""
+
+    name: str
+    device: str | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"name": self.name}
         if self.device is not None:
             out["device"] = self.device
         out.update(self.extra)
@@ -177,6 +204,8 @@ class Op:
     communicator: str | None = None
     #: A broadcast's root device (None: the communicator's first device).
     root: str | None = None
+    #: The host thread that issues the op (None: its stream's thread, else its device's first).
+    host_thread: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
     uid: int = field(default_factory=_next_uid, compare=False, repr=False)
 
@@ -233,6 +262,8 @@ class Pipeline:
     devices: list[Device] = field(default_factory=list)
     communicators: list[Communicator] = field(default_factory=list)
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Declared host threads (empty: one per device, named after it).
+    host_threads: list[HostThread] = field(default_factory=list)
 
     # -- devices --------------------------------------------------------------------------------
     @property
@@ -253,11 +284,59 @@ class Pipeline:
         return self.device_names[0]
 
     def op_device(self, op: Op) -> str:
-        """The device whose host thread issues ``op``: its stream's, else its own ``device``."""
+        """The device whose host thread issues ``op``: its stream's, else its own ``device``
+        (or its host thread's)."""
         name = op.stream_name
         if name is not None:
             return self.stream_device(name)
+        if op.device is None and op.host_thread is not None:
+            return self.thread_device(op.host_thread)
         return op.device or self.device_names[0]
+
+    # -- host threads ---------------------------------------------------------------------------
+    def thread_list(self) -> list[tuple[str, str]]:
+        """Every host thread as (name, device), grouped by device in device order: the
+        declared threads of each device, or one named after the device where it has none."""
+        first = self.device_names[0]
+        out: list[tuple[str, str]] = []
+        for device in self.device_names:
+            own = [t.name for t in self.host_threads if (t.device or first) == device]
+            out += [(name, device) for name in own] or [(device, device)]
+        return out
+
+    @property
+    def is_multi_thread(self) -> bool:
+        """Whether some device has more than one host thread."""
+        return len(self.thread_list()) > len(self.device_names)
+
+    def thread_device(self, thread: str) -> str:
+        """The device of host thread ``thread`` (the first device for unknown names)."""
+        first = self.device_names[0]
+        for t in self.host_threads:
+            if t.name == thread:
+                return t.device or first
+        return thread if thread in self.device_names else first
+
+    def device_thread(self, device: str) -> str:
+        """The first host thread of ``device`` (the one its ops default to)."""
+        return next((name for name, d in self.thread_list() if d == device), device)
+
+    def stream_thread(self, stream_name: str) -> str:
+        """The host thread stream ``stream_name`` belongs to (its device's first by default)."""
+        stream = self.stream(stream_name)
+        if stream is not None and stream.host_thread is not None:
+            return stream.host_thread
+        return self.device_thread(self.stream_device(stream_name))
+
+    def op_thread(self, op: Op) -> str:
+        """The host thread that issues ``op``: its own ``host_thread``, else its stream's,
+        else its device's first."""
+        if op.host_thread is not None:
+            return op.host_thread
+        name = op.stream_name
+        if name is not None:
+            return self.stream_thread(name)
+        return self.device_thread(op.device or self.device_names[0])
 
     def communicator(self, name: str | None) -> Communicator | None:
         return next((c for c in self.communicators if c.name == name), None)
@@ -300,6 +379,8 @@ class Pipeline:
             out["devices"] = [d.to_dict() for d in self.devices]
         if self.communicators:
             out["communicators"] = [c.to_dict() for c in self.communicators]
+        if self.host_threads:
+            out["host_threads"] = [t.to_dict() for t in self.host_threads]
         out.update(self.extra)
         return out
 
@@ -314,4 +395,5 @@ class Pipeline:
                 replace(c, devices=list(c.devices), extra=dict(c.extra)) for c in self.communicators
             ],
             extra=dict(self.extra),
+            host_threads=[replace(t, extra=dict(t.extra)) for t in self.host_threads],
         )

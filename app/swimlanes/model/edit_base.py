@@ -37,6 +37,8 @@ def check_ops(pipeline: Pipeline, ops: list[Op]) -> list[Problem]:
         doc["devices"] = [d.to_dict() for d in pipeline.devices]
     if pipeline.communicators:
         doc["communicators"] = [c.to_dict() for c in pipeline.communicators]
+    if pipeline.host_threads:
+        doc["host_threads"] = [t.to_dict() for t in pipeline.host_threads]
     try:
         # Collectives are matched across the whole program, by Edit.apply, not among these.
         pipeline_from_dict(doc, match_collectives=False)

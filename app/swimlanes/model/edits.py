@@ -52,6 +52,13 @@ from swimlanes.model.stream_edits import (
     SetStreamFields,
     move_stream,
 )
+from swimlanes.model.thread_edits import (
+    AddHostThread,
+    RemoveHostThread,
+    RenameHostThread,
+    SetOpHostThread,
+    SetStreamHostThread,
+)
 from swimlanes.model.validate import MAX_THREADS_PER_BLOCK
 
 
@@ -286,6 +293,7 @@ __all__ = [
     "OP_FIELDS",
     "AddCommunicator",
     "AddDevice",
+    "AddHostThread",
     "AddStream",
     "Edit",
     "EditError",
@@ -293,15 +301,19 @@ __all__ = [
     "MoveOps",
     "RemoveCommunicator",
     "RemoveDevice",
+    "RemoveHostThread",
     "RemoveOps",
     "RemoveStream",
     "RenameDevice",
+    "RenameHostThread",
     "RenameStream",
     "ReorderStreams",
     "SetCommunicator",
+    "SetOpHostThread",
     "SetOpFields",
     "SetStreamDevice",
     "SetStreamFields",
+    "SetStreamHostThread",
     "converted_fields",
     "move_index_for_insertion",
     "move_stream",

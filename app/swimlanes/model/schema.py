@@ -37,6 +37,7 @@ from swimlanes.model.document import (
     MAX_DEVICES,
     MAX_DURATION_US,
     MAX_FLOPS,
+    MAX_HOST_THREADS,
     MAX_NAME_CHARS,
     MAX_OPS,
     MAX_PRIORITY,
@@ -206,6 +207,14 @@ register_layer(
 )
 
 
+_HOST_THREAD: dict[str, Any] = {
+    **_ref("name"),
+    "description": "the host thread that issues this op (a declared one; default: its "
+    "stream's thread, else its device's first); only a per-thread default stream's own "
+    "thread may issue on it",
+}
+
+
 def _op_kind_schema(kind: str) -> dict[str, Any]:
     """One op kind's branch: its keys, its required keys, and ``false`` for the known keys it
     does not take (the loader refuses those, but keeps keys it does not know)."""
@@ -213,6 +222,7 @@ def _op_kind_schema(kind: str) -> dict[str, Any]:
     properties: dict[str, Any] = {"op": {"const": kind}}
     for key, schema in OP_FIELD_SCHEMAS.items():
         properties[key] = schema if key in fields else False
+    properties["host_thread"] = _HOST_THREAD  # any op is issued by some host thread
     if kind == "host":  # host work may take no time; every other op takes some
         properties["duration_us"] = {
             "type": "number",
@@ -260,6 +270,12 @@ def _stream_schema() -> dict[str, Any]:
                 **_ref("name"),
                 "description": "the device it belongs to (default: the first device)",
             },
+            "host_thread": {
+                **_ref("name"),
+                "description": "the host thread it belongs to (a declared one of its device; "
+                "default: the device's first): a per_thread_default stream is that thread's "
+                "own, another stream's ops are issued by it unless an op names another",
+            },
         },
         "allOf": [
             {
@@ -273,6 +289,10 @@ def _stream_schema() -> dict[str, Any]:
                     "not": {"required": ["device"]},
                 },
                 "then": {"properties": {"name": {"const": DEFAULT_STREAM}}},
+            },
+            {
+                "if": {"required": ["kind"], "properties": {"kind": {"const": legacy}}},
+                "then": {"not": {"required": ["host_thread"]}},
             },
         ],
         "$comment": "stream names must be unique and a stream's device declared; the first "
@@ -308,6 +328,23 @@ def _device_schema() -> dict[str, Any]:
     }
 
 
+def _host_thread_schema() -> dict[str, Any]:
+    return {
+        "title": "host thread",
+        "description": "a host thread: it issues its own ops in program order and its "
+        "synchronisations block only it",
+        "type": "object",
+        "required": ["name"],
+        "properties": {
+            "name": {**_ref("name"), "description": "unique, and no device's name"},
+            "device": {
+                **_ref("name"),
+                "description": "its current device (default: the first device)",
+            },
+        },
+    }
+
+
 def _communicator_schema() -> dict[str, Any]:
     return {
         "title": "communicator",
@@ -339,6 +376,7 @@ def pipeline_defs() -> dict[str, Any]:
         "stream": _stream_schema(),
         "device": _device_schema(),
         "communicator": _communicator_schema(),
+        "host_thread": _host_thread_schema(),
         "op": _op_schema(),
     }
     for kind in OP_KINDS:
@@ -394,6 +432,14 @@ def pipeline_object() -> dict[str, Any]:
                 "maxItems": MAX_COMMUNICATORS,
                 "items": _ref("communicator"),
                 "description": "NCCL communicators, for collectives",
+            },
+            "host_threads": {
+                "type": "array",
+                "minItems": 1,
+                "maxItems": MAX_HOST_THREADS,
+                "items": _ref("host_thread"),
+                "description": "the program's host threads (default: one per device, named "
+                "after it)",
             },
         },
         "$comment": "keys Swimlanes does not know are kept when the file is saved again",

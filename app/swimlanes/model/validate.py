@@ -49,6 +49,12 @@ from swimlanes.model.validate_devices import (
     stream_device,
 )
 from swimlanes.model.validate_ops import parse_op
+from swimlanes.model.validate_threads import (
+    host_threads_of,
+    parse_host_threads,
+    register_stream_thread,
+    stream_host_thread,
+)
 
 __all__ = [
     "MAX_THREADS_PER_BLOCK",
@@ -63,7 +69,9 @@ __all__ = [
 #: Documented top-level keys that are kept in ``Pipeline.extra``, with their longest text.
 _TEXT_KEYS = {"description": MAX_TEXT_CHARS, "lesson": MAX_TEXT_CHARS, "device": MAX_DEVICE_CHARS}
 #: Top-level keys the Pipeline holds in its own fields.
-_KNOWN = {"format", "version", "name", "streams", "program", "devices", "communicators"}
+_KNOWN = {
+    "format", "version", "name", "streams", "program", "devices", "communicators", "host_threads",
+}  # fmt: skip
 
 
 def _priority(c: Checker, raw: dict, path: str) -> int | None:
@@ -80,6 +88,9 @@ def _priority(c: Checker, raw: dict, path: str) -> int | None:
         c.add(f"{path}.priority", "must be an integer (lower is higher priority)")
         return None
     return priority
+
+
+_STREAM_KEYS = ("name", "kind", "priority", "device", "host_thread")
 
 
 def _parse_stream(c: Checker, raw: Any, path: str, scope: Scope) -> Stream | None:
@@ -107,12 +118,13 @@ def _parse_stream(c: Checker, raw: Any, path: str, scope: Scope) -> Stream | Non
         )
     if kind == "legacy_default" and name not in (None, DEFAULT_STREAM) and on_first:
         c.add(f"{path}.kind", "the legacy default stream must be named 'default'")
-    extra = {k: v for k, v in raw.items() if k not in ("name", "kind", "priority", "device")}
+    _, thread = stream_host_thread(c, raw, path, scope, kind, device if device_ok else None)
+    extra = {k: v for k, v in raw.items() if k not in _STREAM_KEYS}
     if extra:
         c.json_values(extra, path)
     if name is None or kind is None or priority is None or len(c.problems) != before:
         return None
-    return Stream(name=name, kind=kind, priority=priority, device=device, extra=extra)
+    return Stream(name, kind, priority, device, extra, host_thread=thread)
 
 
 def _parse_streams(c: Checker, raw_streams: list, scope: Scope | None = None) -> list[Stream]:
@@ -144,6 +156,7 @@ def _parse_streams(c: Checker, raw_streams: list, scope: Scope | None = None) ->
             legacy[device] = s.name
         seen.add(s.name)
         scope.stream_device[s.name] = device
+        register_stream_thread(c, f"streams[{i}]", s.name, s.kind, device, s.host_thread, scope)
         streams.append(s)
     return streams
 
@@ -213,6 +226,7 @@ def pipeline_from_dict(data: Any, *, match_collectives: bool = True) -> Pipeline
     scope = scope_of(devices)
     communicators = parse_communicators(c, data, scope.devices)
     scope.communicators = {comm.name: comm.devices for comm in communicators}
+    parse_host_threads(c, data, scope)
     streams = _parse_streams(c, raw_streams, scope)
     program = [parse_op(c, raw, f"program[{i}]", scope) for i, raw in enumerate(raw_program)]
     extra = {k: v for k, v in data.items() if k not in _KNOWN}
@@ -228,6 +242,7 @@ def pipeline_from_dict(data: Any, *, match_collectives: bool = True) -> Pipeline
         devices=devices,
         communicators=communicators,
         extra=extra,
+        host_threads=host_threads_of(data, scope),
     )
     # Last, and only for an otherwise valid document: a refused op would make its
     # communicator's calls look unmatched.

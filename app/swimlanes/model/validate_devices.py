@@ -25,6 +25,7 @@ from swimlanes.model.document import (
 )
 from swimlanes.model.op_kinds import op_kind
 from swimlanes.model.validate_checks import Checker, Problem, short
+from swimlanes.model.validate_threads import ThreadScope
 
 #: Op keys that name devices or a communicator, and who takes each (for the refusal).
 DEVICE_KEYS: dict[str, str] = {
@@ -44,6 +45,7 @@ class Scope:
     devices: list[str] = field(default_factory=lambda: [DEFAULT_DEVICE])
     stream_device: dict[str, str] = field(default_factory=dict)
     communicators: dict[str, list[str]] = field(default_factory=dict)
+    threads: ThreadScope = field(default_factory=ThreadScope)
 
     @property
     def first_device(self) -> str:

@@ -29,6 +29,7 @@ from swimlanes.model.document import (
 from swimlanes.model.op_kinds import COMMON_FIELDS, REGISTRY, op_kind
 from swimlanes.model.validate_checks import Checker, short
 from swimlanes.model.validate_devices import DEVICE_KEYS, Scope, parse_op_device_keys
+from swimlanes.model.validate_threads import parse_op_thread
 
 #: The keys an :class:`Op` holds in its own fields (the file's names: ``async``); the rest of
 #: an op's keys are kept in ``Op.extra`` (``blocks_per_sm`` among them).
@@ -235,3 +236,4 @@ def _parse_keys(c: Checker, raw: dict, path: str, op: Op, scope: Scope) -> None:
         if key in raw and key not in spec.fields:
             c.add(f"{path}.{key}", "only kernels take this")
     parse_op_device_keys(c, raw, path, op, scope)
+    parse_op_thread(c, raw, path, op, scope)
