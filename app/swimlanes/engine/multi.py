@@ -23,16 +23,19 @@ from swimlanes.engine.reference.columns import op_columns
 from swimlanes.engine.reference.layout import MultiDeviceError, layout
 from swimlanes.engine.reference.program import OpFacts
 from swimlanes.engine.reference.system import System
+from swimlanes.engine.reference.threads import op_threads, thread_layout
 from swimlanes.model.document import MULTI_DEVICE_OPS, Pipeline
+from swimlanes.timeline.thread_columns import check_thread_columns
 from swimlanes.timeline.timeline import Timeline
 
 __all__ = ["MultiDeviceError", "needs_multi_device", "simulate_multi_device"]
 
 
 def needs_multi_device(pipeline: Pipeline) -> bool:
-    """Whether ``pipeline`` needs the multi-device engine: more than one device, or any op of
-    a kind that involves several devices (a peer copy, a collective)."""
-    if len(pipeline.device_names) > 1:
+    """Whether ``pipeline`` needs the multi-device engine: more than one device, several host
+    threads on a device, or any op of a kind that involves several devices (a peer copy, a
+    collective)."""
+    if len(pipeline.device_names) > 1 or pipeline.is_multi_thread:
         return True
     kinds = set(MULTI_DEVICE_OPS)
     return any(op.op in kinds for op in pipeline.program)
@@ -55,11 +58,15 @@ def simulate_multi_device(
     for i, instance in by_op.items():  # a collective's time alone is its call's
         facts.ops[i] = replace(facts.ops[i], solo_ns=instance.duration_ns)
     _check_times(facts.ops, preset)
-    system = System(facts, preset, by_op, fast_engine_ties, progress, cancel)
+    threads = thread_layout(pipeline, facts, preset)
+    system = System(facts, preset, by_op, fast_engine_ties, progress, cancel, threads)
     system.run()
     if progress is not None:
         progress(1.0)
-    return multi_timeline(system, pipeline.name)
+    timeline = multi_timeline(system, pipeline.name)
+    if pipeline.host_threads:  # rows named by the program's threads
+        set_thread_columns(timeline, system)
+    return timeline
 
 
 def _check_times(ops: list[OpFacts], preset: DevicePreset) -> None:
@@ -80,8 +87,9 @@ def multi_timeline(system: System, name: str) -> Timeline:
     issue_end = columns["issue_end"].tolist()
     issue_start = [0] * n
     gap = round(preset.host_call_gap_us * 1000.0)
-    for dev in facts.devices:  # each host thread: a call starts after its previous one ended
-        for prev, i in zip(dev.ops, dev.ops[1:], strict=False):
+    for th in system.threads:  # each host thread: a call starts after its previous one ended
+        ops = th.layout.ops
+        for prev, i in zip(ops, ops[1:], strict=False):
             issue_start[i] = issue_end[prev] + gap
     engine_names, engine_device, occ_t, occ_s, occ_d = [], [], [], [], []
     for d, device in enumerate(system.devices):
@@ -118,3 +126,12 @@ def multi_timeline(system: System, name: str) -> Timeline:
         link_id=np.asarray(use.links, dtype=np.int16),
         occupancy_device=np.asarray(occ_d, dtype=np.int16),
     )
+
+
+def set_thread_columns(timeline: Timeline, system: System) -> None:
+    """The timeline's host-thread columns: each thread's name and device, each op's thread."""
+    threads = [th.layout for th in system.threads]
+    timeline.thread_names = [th.name for th in threads]
+    timeline.thread_device = np.asarray([th.device for th in threads], dtype=np.int16)
+    timeline.host_thread = np.asarray(op_threads(threads, len(system.ops)), dtype=np.int16)
+    check_thread_columns(timeline)

@@ -147,6 +147,20 @@ def _links() -> dict[str, Any]:
     }
 
 
+def _threads() -> dict[str, Any]:
+    return {
+        "type": "object",
+        "description": "a program's host threads, where it has several (absent: one per device)",
+        "required": ["names"],
+        "properties": {
+            "names": _strings("the host threads' names"),
+            "device": _integers("device", "per thread, its device's index"),
+            "host": _integers("device", "per op, the index of the thread that issued it"),
+        },
+        "additionalProperties": False,
+    }
+
+
 def timeline_defs() -> dict[str, Any]:
     """The ``$defs`` a timeline schema refers to."""
     return {
@@ -155,6 +169,7 @@ def timeline_defs() -> dict[str, Any]:
         "occupancy": _occupancy(),
         "timeline_devices": _devices(),
         "timeline_links": _links(),
+        "timeline_threads": _threads(),
     }
 
 
@@ -179,6 +194,7 @@ def timeline_object() -> dict[str, Any]:
             "occupancy": {"$ref": "#/$defs/occupancy"},
             "devices": {"$ref": "#/$defs/timeline_devices"},
             "links": {"$ref": "#/$defs/timeline_links"},
+            "threads": {"$ref": "#/$defs/timeline_threads"},
         },
         "additionalProperties": False,
     }

@@ -20,6 +20,12 @@ import numpy as np
 
 from swimlanes.model.document import OP_KINDS
 from swimlanes.timeline.device_columns import check_device_columns, device_columns_dict
+from swimlanes.timeline.thread_columns import (
+    check_thread_columns,
+    empty_column,
+    thread_columns_dict,
+    threads_from_dict,
+)
 
 #: Marks "no time" in a time column (host-only ops have no device span).
 NO_TIME = np.iinfo(np.int64).min
@@ -103,6 +109,11 @@ class Timeline:
     link_id: np.ndarray = field(default_factory=lambda: _empty(np.int16))
     #: Parallel to ``occupancy_time``: which device's SMs each sample counts.
     occupancy_device: np.ndarray = field(default_factory=lambda: _empty(np.int16))
+    #: The host threads of a program with several (empty: one per device); see
+    #: :mod:`swimlanes.timeline.thread_columns`.
+    thread_names: list[str] = field(default_factory=list)
+    thread_device: np.ndarray = field(default_factory=empty_column)
+    host_thread: np.ndarray = field(default_factory=empty_column)
 
     def __post_init__(self) -> None:
         n = len(self.index)
@@ -114,6 +125,7 @@ class Timeline:
         if self.source not in SOURCES:
             raise ValueError(f"source must be one of {SOURCES}")
         check_device_columns(self)
+        check_thread_columns(self)
 
     # -- shape ----------------------------------------------------------------------------------
     def __len__(self) -> int:
@@ -138,6 +150,10 @@ class Timeline:
     def host_device_name(self, row: int) -> str | None:
         """The device whose host thread issued op ``row`` (None: a single-device timeline)."""
         return self.device_names[int(self.host_device[row])] if self.device_names else None
+
+    def host_thread_name(self, row: int) -> str | None:
+        """The host thread that issued op ``row`` (None: one thread per device)."""
+        return self.thread_names[int(self.host_thread[row])] if self.thread_names else None
 
     def links_of(self, row: int) -> list[str]:
         """The links op ``row`` used (empty for most ops)."""
@@ -223,6 +239,7 @@ class Timeline:
         hosts = (
             [self.device_names[d] for d in self.host_device.tolist()] if self.device_names else None
         )
+        threads = [self.thread_names[k] for k in self.host_thread.tolist()] or None
         spread = self.start_spread is not None and self.end_spread is not None
         spreads = (
             zip(self.start_spread.tolist(), self.end_spread.tolist(), strict=True)  # type: ignore[union-attr]
@@ -246,6 +263,8 @@ class Timeline:
                 row["bytes"] = nbytes
             if hosts is not None:  # a multi-device timeline: the device that issued it
                 row["device"] = hosts[len(rows)]
+            if threads is not None:  # several host threads: the one that issued it
+                row["thread"] = threads[len(rows)]
             if spreads is not None:
                 s, e = next(spreads)
                 row["start_spread_us"] = None if s == NO_TIME else s / 1000.0
@@ -281,6 +300,7 @@ class Timeline:
                 "sms": self.occupancy_sms.tolist(),
             },
             **device_columns_dict(self),
+            **thread_columns_dict(self),
         }
 
     @classmethod
@@ -331,6 +351,7 @@ class Timeline:
             name=str(data.get("name", "")),
             meta=_member(data, "meta", dict, {}),
             **_devices_from_dict(data),
+            **threads_from_dict(data, _int_list),
         )
 
 

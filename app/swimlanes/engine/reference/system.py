@@ -2,9 +2,12 @@
 device, with one clock, global events, peer copies and collectives.
 
 Each device has its own copy engines, block scheduler, hardware queues, legacy default stream
-and implicit synchronisations, and its own host thread, which issues the device's ops in
-program order; all host threads start at t = 0 and run concurrently (host calls due at one
-instant: the first device's first). Ops, streams, queues and engines are numbered across the
+and implicit synchronisations, and its own host threads (one, unless the program declares
+several: ``threads.py``), each of which issues its own ops in program order; all host threads
+start at t = 0 and run concurrently (host calls due at one instant: the first thread's first,
+threads numbered device by device). A thread's synchronisation blocks only that thread; what it
+waits for is its device's (``device_sync`` waits for every stream of the device, whichever
+thread issued their work). Ops, streams, queues and engines are numbered across the
 whole program, so that an event wait (or event sync) on one device may wait for a record on
 another. Peer copies are ``links.py``'s, collectives ``collectives.py``'s.
 """
@@ -64,6 +67,7 @@ from swimlanes.engine.reference.run import (
     OpState,
     Simulation,
 )
+from swimlanes.engine.reference.threads import ThreadLayout, device_threads
 
 #: How often (in host calls and device events) the progress and cancel callbacks are called.
 CALLBACK_EVERY = 4096
@@ -71,25 +75,33 @@ CALLBACK_EVERY = 4096
 
 @dataclass(eq=False)
 class Device:
-    """One device's engines, host thread and implicit-synchronisation state."""
+    """One device's engines and implicit-synchronisation state."""
 
     layout: DeviceLayout
     copies: HeldCopyEngines
     sms: Sms
     engine_base: int  # the global number of its first copy engine
     compute_engine: int
-    host_pos: int = 0  # its host thread's next call, an index into layout.ops
-    host_t: int = NEVER  # when that call takes effect
-    host_wait: list[int] = field(default_factory=list)
     last_default: int = -1
     barrier_id: int = 0
     barrier_ops: list[int] = field(default_factory=list)
     last_kernel: tuple[int, int, FermiGroup] = (-2, -1, FermiGroup())
     new_work: bool = False
 
+
+@dataclass(eq=False)
+class Thread:
+    """One host thread: the ops it issues, in order, and where it is in them."""
+
+    layout: ThreadLayout
+    device: Device
+    host_pos: int = 0  # its next call, an index into layout.ops
+    host_t: int = NEVER  # when that call takes effect
+    host_wait: list[int] = field(default_factory=list)
+
     @property
     def host(self) -> int:
-        """Its host thread as a waiter on an op (``HOST`` for the first device)."""
+        """The thread as a waiter on an op (``HOST`` for the first thread)."""
         return HOST - self.layout.index
 
 
@@ -104,6 +116,7 @@ class System(Simulation):
         fast_engine_ties: bool = True,
         progress: Callable[[float], None] | None = None,
         cancel: Callable[[], bool] | None = None,
+        threads: list[ThreadLayout] | None = None,
     ) -> None:
         # (Simulation.__init__ builds one device; the shared parts are set up here instead.)
         ops = layout.ops
@@ -127,25 +140,35 @@ class System(Simulation):
         self.shared_queues = any(d.shared_queues for d in layout.devices)
         self.fermi_groups: dict[int, FermiGroup] = {}
         self.engine_owner: dict[int, Device] = {}  # id of a copy engine -> its device
-        self.devices = self._devices(layout, preset)
+        self.devices = self._devices(layout)
+        self.threads = self._threads(threads or device_threads(layout), preset)
         # Each op's place in its host thread's calls (Fermi groups: "the call before it").
-        self.call_pos = {i: k for d in layout.devices for k, i in enumerate(d.ops)}
+        self.call_pos = {i: k for th in self.threads for k, i in enumerate(th.layout.ops)}
+        self.thread_of = {i: th for th in self.threads for i in th.layout.ops}
         self.links = Links(preset, self.clock, [d.name for d in layout.devices])
         self.link_use = LinkUse()
         self.collectives = Collectives(by_op, self.clock)
         self.progress, self.cancel, self.steps = progress, cancel, 0
 
-    def _devices(self, layout: Layout, preset: DevicePreset) -> list[Device]:
+    def _devices(self, layout: Layout) -> list[Device]:
         out, base = [], 0
-        gap = round(preset.host_call_gap_us * 1000.0)
+        preset = self.preset
         for dev in layout.devices:
             copies = HeldCopyEngines(preset, self.clock)
             device = Device(dev, copies, Sms(preset, self.clock), base, base + len(copies.names))
-            if dev.ops:
-                device.host_t = self.ops[dev.ops[0]].cost_ns - gap
             self.engine_owner.update((id(e), device) for e in copies.engines)
             base += len(copies.names) + 1
             out.append(device)
+        return out
+
+    def _threads(self, layouts: list[ThreadLayout], preset: DevicePreset) -> list[Thread]:
+        gap = round(preset.host_call_gap_us * 1000.0)
+        out = []
+        for th in layouts:
+            thread = Thread(th, self.devices[th.device])
+            if th.ops:
+                thread.host_t = self.ops[th.ops[0]].cost_ns - gap
+            out.append(thread)
         return out
 
     def device_of(self, i: int) -> Device:
@@ -154,11 +177,11 @@ class System(Simulation):
 
     # -- the event loop ------------------------------------------------------------------------
     def run(self) -> None:
-        """As Simulation.run, with a host thread per device; raises MultiDeviceError if ops
-        are left waiting for each other when nothing else can happen."""
+        """As Simulation.run, with several host threads; raises MultiDeviceError if ops are
+        left waiting for each other when nothing else can happen."""
         self._draw_event_edges()
         while True:
-            host = min(self.devices, key=lambda d: d.host_t)
+            host = min(self.threads, key=lambda th: th.host_t)
             next_event = self.clock.next_time()
             if next_event is None or host.host_t <= next_event:
                 if host.host_t >= NEVER:
@@ -170,7 +193,7 @@ class System(Simulation):
                 self.handle(event, t)
             self.examine_all(t)
             next_event = self.clock.next_time()
-            if (next_event is None or next_event > t) and all(d.host_t > t for d in self.devices):
+            if (next_event is None or next_event > t) and all(th.host_t > t for th in self.threads):
                 self.dispatch(t)
             self._tick()
         self._check_finished()
@@ -182,7 +205,7 @@ class System(Simulation):
         if self.cancel is not None and self.cancel():
             raise SimulationCancelled()
         if self.progress is not None:
-            done = sum(d.host_pos for d in self.devices)
+            done = sum(th.host_pos for th in self.threads)
             self.progress(min(0.99, done / max(1, len(self.ops))))
 
     def dispatch(self, t: int) -> None:
@@ -271,9 +294,10 @@ class System(Simulation):
         )
 
     # -- rule 1: the host threads ----------------------------------------------------------------
-    def host_call(self, d: Device, t: int) -> None:  # type: ignore[override]
-        """The call of device ``d``'s next op takes effect at ``t``."""
-        i = d.layout.ops[d.host_pos]
+    def host_call(self, th: Thread, t: int) -> None:  # type: ignore[override]
+        """The call of thread ``th``'s next op takes effect at ``t``."""
+        d = th.device
+        i = th.layout.ops[th.host_pos]
         op, state = self.ops[i], self.state[i]
         call, busy, wait = op.call, 0, []
         if op.engine is not None:
@@ -304,33 +328,33 @@ class System(Simulation):
         elif call is HostCall.BARRIER:
             self.implicit_sync(d)
         if wait:
-            d.host_wait = wait
-            d.host_t = NEVER
-            self.check_host(d, t)
+            th.host_wait = wait
+            th.host_t = NEVER
+            self.check_host(th, t)
         else:
-            self.host_return(d, t + busy, -1)
+            self.host_return(th, t + busy, -1)
 
-    def check_host(self, d: Device, t: int) -> None:  # type: ignore[override]
-        for x in d.host_wait:
+    def check_host(self, th: Thread, t: int) -> None:  # type: ignore[override]
+        for x in th.host_wait:
             if self.state[x].done < 0:
-                self.state[x].waiters.append(d.host)
+                self.state[x].waiters.append(th.host)
                 return
-        last = max(d.host_wait, key=lambda x: self.state[x].done)
-        d.host_wait = []
-        op = self.ops[d.layout.ops[d.host_pos]]
+        last = max(th.host_wait, key=lambda x: self.state[x].done)
+        th.host_wait = []
+        op = self.ops[th.layout.ops[th.host_pos]]
         lag = self.preset.sync_return_ns(_SYNC_RETURN_KEY[op.call])
         if op.call is HostCall.ENQUEUE_AND_WAIT and op.stage_ns is not None:
             lag += op.stage_ns
-        self.host_return(d, max(t, self.state[last].done + lag) if lag else t, last)
+        self.host_return(th, max(t, self.state[last].done + lag) if lag else t, last)
 
-    def host_return(self, d: Device, t: int, released_by: int) -> None:  # type: ignore[override]
-        i = d.layout.ops[d.host_pos]
+    def host_return(self, th: Thread, t: int, released_by: int) -> None:  # type: ignore[override]
+        i = th.layout.ops[th.host_pos]
         self.state[i].issue_end = t
         if released_by >= 0 and released_by != i:
             self.edges.append((released_by, i, "host"))
-        d.host_pos += 1
-        ops = d.layout.ops
-        d.host_t = t + self.ops[ops[d.host_pos]].cost_ns if d.host_pos < len(ops) else NEVER
+        th.host_pos += 1
+        ops = th.layout.ops
+        th.host_t = t + self.ops[ops[th.host_pos]].cost_ns if th.host_pos < len(ops) else NEVER
 
     def examine_all(self, t: int) -> None:
         while self.to_examine:
@@ -338,9 +362,9 @@ class System(Simulation):
             if q >= 0:
                 self.examine(q, t)
             else:
-                d = self.devices[HOST - q]
-                if d.host_wait:
-                    self.check_host(d, t)
+                th = self.threads[HOST - q]
+                if th.host_wait:
+                    self.check_host(th, t)
 
     # -- rules 2 and 3 per device ------------------------------------------------------------------
     def sync_scope(self, s: int) -> tuple[Device, list[int]]:
@@ -419,7 +443,7 @@ class System(Simulation):
         """As Simulation.join_fermi_group, "the call before it" being its host thread's."""
         prev, prev_stream, group = d.last_kernel
         pos = self.call_pos[i]
-        before = d.layout.ops[pos - 1] if pos else -1
+        before = self.thread_of[i].layout.ops[pos - 1] if pos else -1
         if not (prev == before and prev_stream != s and group.running > 0):
             group = FermiGroup()
         group.running += 1
