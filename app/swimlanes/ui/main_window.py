@@ -3,7 +3,8 @@
 It owns the document controller and the long-running helpers (re-simulation, GPU runs in a
 child process, autosave) and connects the views through the controller's shared selection.
 File handling, measurements and exports live in dialogs.FileHandling, the device preset and
-GPU runs in device_controls.DeviceControls.
+GPU runs in device_controls.DeviceControls, the charts and the tables under them in
+result_views.ResultViews (built after the first paint when the app starts).
 """
 
 from __future__ import annotations
@@ -12,18 +13,15 @@ import time
 from pathlib import Path
 from typing import Any
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QShowEvent
 from PySide6.QtWidgets import (
     QDockWidget,
-    QHBoxLayout,
     QLabel,
     QMainWindow,
     QProgressBar,
     QScrollArea,
     QSplitter,
-    QTabWidget,
-    QVBoxLayout,
     QWidget,
 )
 
@@ -36,21 +34,14 @@ from swimlanes.ui.actions import (
 )
 from swimlanes.ui.autosave import Autosaver, discard_recovery, has_recovery, read_recovery
 from swimlanes.ui.code_view import CodeDock, CodeView
-from swimlanes.ui.comparison_table import ComparisonTable
-from swimlanes.ui.critical_path_panel import CriticalPathPanel
 from swimlanes.ui.device_controls import DeviceControls
-from swimlanes.ui.device_dialog import DevicesDialog
 from swimlanes.ui.dialogs import FileHandling
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor import HostProgramPanel, Inspector, LaneEditor, OpPalette
 from swimlanes.ui.editor.undo_keys import DocumentUndoKeys
-from swimlanes.ui.gantt.bars import KERNELS_BY_NAME_DEFAULT
-from swimlanes.ui.gantt.side_by_side import ComparisonCharts
-from swimlanes.ui.gantt.summary import SummaryStrip
 from swimlanes.ui.gpu_runner import GpuRunner
-from swimlanes.ui.insights_panel import InsightsPanel
 from swimlanes.ui.measurement_loading import LoadProgress, MeasurementLoading
-from swimlanes.ui.prediction_band import PredictionBand
+from swimlanes.ui.result_views import ResultViews, schedule_placeholder
 from swimlanes.ui.settings import Settings
 from swimlanes.ui.simulation_results import SimulationResults
 from swimlanes.ui.window_layout import CompareArrangement, default_layout, first_start_size
@@ -61,8 +52,17 @@ INSIGHTS_DELAY_MS = 300
 PLAY_SECONDS = 5.0
 
 
-class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceControls, QMainWindow):
-    """Swimlanes' main window. ``gpu_available`` and ``gpu_runner`` can be injected (tests)."""
+class MainWindow(
+    SimulationResults, FileHandling, MeasurementLoading, DeviceControls, ResultViews, QMainWindow
+):
+    """Swimlanes' main window. ``gpu_available`` and ``gpu_runner`` can be injected (tests).
+
+    ``defer_charts``: leave the charts and the tables under them to ``build_charts()``
+    (the app calls it right after the first paint); until then a placeholder stands in the
+    Schedule dock and what needs them is disabled. Signal ``charts_ready()`` once they exist.
+    """
+
+    charts_ready = Signal()
 
     def __init__(
         self,
@@ -71,6 +71,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         gpu_available: bool | None = None,
         gpu_runner: GpuRunner | None = None,
         autosave_path: Path | None = None,
+        defer_charts: bool = False,
     ) -> None:
         super().__init__()
         self.setObjectName("main_window")
@@ -78,7 +79,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.controller = DocumentController(parent=self)
         # Connected before the simulation runner's own slot: an edit removes the band first,
         # and a synchronous re-simulation then starts the new one.
-        self.controller.changed.connect(lambda: self.band.clear())
+        self.controller.changed.connect(self.clear_band)
         self.sim_runner = SimulationRunner(
             self.controller, self.settings.last_device(), parent=self
         )
@@ -91,7 +92,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.measured: Timeline | None = None
         self.measured_pipeline: Any = None
         self.comparison: Any = None
-        self.devices_dialog: DevicesDialog | None = None
+        self.devices_dialog: Any = None
         self._insights_stale = True
         self._play_timer = QTimer(self)
         self._play_timer.setInterval(33)
@@ -107,6 +108,10 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.arrangement = CompareArrangement(self, self.actions.compare_layout)
         self._connect()
         self._init_gpu(gpu_available)
+        if defer_charts:
+            self.gate_until_charts()
+        else:
+            self.build_charts()
         self._restore_layout()
         self.update_title()
 
@@ -117,12 +122,6 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.lanes = LaneEditor(c)
         self.program_panel = HostProgramPanel(c)
         self.inspector = Inspector(c)
-        self.charts = ComparisonCharts()
-        self.summary = SummaryStrip()
-        self.band = PredictionBand(self.charts.simulated_chart, self)
-        self.table = ComparisonTable()
-        self.insights = InsightsPanel()
-        self.critical = CriticalPathPanel()
         self.code_view = CodeView(c)
 
         editor = QSplitter(Qt.Orientation.Vertical)
@@ -148,30 +147,13 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         )
         self._add_code_dock(inspector_dock)
 
-        charts_box = QWidget()
-        box = QVBoxLayout(charts_box)
-        box.setContentsMargins(0, 0, 0, 0)
-        box.setSpacing(2)
-        summary_row = QHBoxLayout()  # the band's line beside the strip: no extra height
-        summary_row.addWidget(self.summary, 1)
-        summary_row.addWidget(self.band.label)
-        box.addLayout(summary_row)
-        box.addWidget(self.charts, 1)
-        self.bottom_tabs = QTabWidget()
-        self.bottom_tabs.setObjectName("bottom_tabs")
-        self.bottom_tabs.addTab(self.table, "Comparison table")
-        self.bottom_tabs.addTab(self.insights, "Insights")
-        self.bottom_tabs.addTab(self.critical, "Critical path")
-        schedule = QSplitter(Qt.Orientation.Vertical)
-        schedule.setObjectName("schedule_splitter")
-        schedule.addWidget(charts_box)
-        schedule.addWidget(self.bottom_tabs)
-        schedule.setStretchFactor(0, 3)
-        schedule.setStretchFactor(1, 1)
+        # The charts and the tables under them replace the placeholder (build_charts).
         self.schedule_dock = self._add_dock(
-            "Schedule", "schedule_dock", schedule, Qt.DockWidgetArea.BottomDockWidgetArea
+            "Schedule",
+            "schedule_dock",
+            schedule_placeholder(),
+            Qt.DockWidgetArea.BottomDockWidgetArea,
         )
-        self.schedule_splitter = schedule
 
         self.progress_bar = QProgressBar()
         self.progress_bar.setMaximumWidth(220)
@@ -231,12 +213,6 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.fill_examples_menu()
         self.fill_recent_menu()
 
-    def _set_kernels_by_name(self, on: bool) -> None:
-        """View > Colour kernels by name, in both charts (remembered)."""
-        for chart in (self.charts.simulated_chart, self.charts.measured_chart):
-            chart.set_kernels_by_name(on)
-        self.settings.q.setValue("view/kernels_by_name", bool(on))
-
     def _connect(self) -> None:
         a, c = self.actions, self.controller
         self.connect_file_actions()
@@ -251,14 +227,6 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         a.devices.triggered.connect(self.show_devices_dialog)
         a.simulate.triggered.connect(self.sim_runner.simulate_now)
         a.play.toggled.connect(self.set_playing)
-        # Ctrl+0 and the zoom, history and search actions of the charts, after it in View
-        zooms = self.charts.navigation.add_actions(self, self.menus.view, a.fit_all)
-        self.charts.search.add_actions(self, self.menus.view, zooms[-1])
-        a.overlay.toggled.connect(self.charts.set_overlay_enabled)
-        a.kernel_colours.toggled.connect(self._set_kernels_by_name)
-        a.kernel_colours.setChecked(
-            self.settings.q.value("view/kernels_by_name", KERNELS_BY_NAME_DEFAULT, type=bool)
-        )
         a.run_gpu.triggered.connect(self.run_on_gpu)
         a.cancel_gpu.triggered.connect(self.gpu_runner.cancel)
         a.about.triggered.connect(lambda: dialogs.about(self))
@@ -271,27 +239,18 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         a.lesson.triggered.connect(self.show_lesson)
         a.guide.triggered.connect(lambda: self.show_guide())
         a.shortcuts.triggered.connect(self.show_shortcuts)
-        self.toolbar.device.currentIndexChanged.connect(lambda _i: self.band.clear())
+        self.toolbar.device.currentIndexChanged.connect(lambda _i: self.clear_band())
         self.toolbar.device.currentIndexChanged.connect(self._on_device_changed)
         self.toolbar.repeat.valueChanged.connect(self.settings.set_gpu_repeat)
 
         c.path_changed.connect(self.update_title)
         c.changed.connect(self.update_title)
         c.changed.connect(self._update_edit_actions)
-        c.selection_changed.connect(self._on_selection_changed)
         c.error.connect(lambda msg: self.statusBar().showMessage(f"Not done: {msg}", 8000))
-        self.charts.selection_changed.connect(c.set_selection_indexes)
-        self.table.selection_changed.connect(c.set_selection_indexes)
-        self.insights.ops_selected.connect(c.set_selection_indexes)
-        self.bottom_tabs.currentChanged.connect(lambda _i: self._refresh_insights())
-        self.bottom_tabs.currentChanged.connect(lambda _i: self.refresh_critical_path())
-        self.critical.ops_selected.connect(c.set_selection_indexes)
+        # the result views' own connections: ResultViews._connect_result_views
 
-        c.replaced.connect(self._on_document_replaced)
         self.autosaver.failed.connect(self._on_autosave_failed)
         self.autosaver.saved.connect(lambda _path: self.autosave_warning.hide())
-        self.sim_runner.simulated.connect(self._on_simulated)
-        self.sim_runner.failed.connect(self._on_simulation_failed)
         self.sim_runner.busy_changed.connect(self._on_simulation_busy)
         self.sim_runner.progress.connect(self.sim_progress.set_fraction)
         self.sim_progress.cancel_button.clicked.connect(self.sim_runner.cancel)
@@ -321,8 +280,10 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         (DeviceControls.use_measured_host_preset)."""
         self.use_measured_host_preset(measured)
 
-    def show_devices_dialog(self) -> DevicesDialog:
+    def show_devices_dialog(self) -> Any:  # noqa: ANN401 - a DevicesDialog, imported on use
         """Pipeline > Devices and communicators (one dialog, not modal: edits show live)."""
+        from swimlanes.ui.device_dialog import DevicesDialog
+
         if self.devices_dialog is None:
             self.devices_dialog = DevicesDialog(self.controller, self)
         self.devices_dialog.refresh()
@@ -383,6 +344,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
             self.restoreGeometry(geometry)
         else:
             self.resize(first_start_size(self.screen().availableGeometry().size()))
+        self.first_start = state is None
         if state is not None:
             self.restoreState(state)
         else:
@@ -425,8 +387,7 @@ class MainWindow(SimulationResults, FileHandling, MeasurementLoading, DeviceCont
         self.gpu_runner.wait_stopped()
         self.measurement_task.shutdown()
         self.sim_runner.shutdown()
-        self.band.shutdown()
-        self.critical.shutdown()
+        self.shut_down_result_views()
         self.autosaver.stop()
         self.autosaver.discard()
         self.arrangement.editing_arrangement_now()

@@ -34,6 +34,9 @@ COMPARE_TABS_SHARE = 0.36
 COMPARE_TABS_WIDTH = (340, 720)
 #: The least width the charts take beside the table (their legend's line, about 1,190 px).
 COMPARE_CHARTS_WIDTH = 1200
+#: Before the charts exist (they are built after the first paint), the first-start layout
+#: counts on this much height for them and the summary strip: about what an example's need.
+CHARTS_ESTIMATE_PX = 300
 
 
 def first_start_size(available: QSize) -> QSize:
@@ -50,21 +53,25 @@ def default_layout(window: Any) -> None:  # noqa: ANN401 - a MainWindow (imports
     The schedule dock first gets what the summary, the simulated chart's rows (at their
     minimum height) and a few table rows need; the editor gets what DEFAULT_LANES lanes and
     DEFAULT_PROGRAM_LINES program lines need where the screen has room, and any height left
-    goes to the charts. The side docks get widths that fit their content.
+    goes to the charts. The side docks get widths that fit their content. Before the charts
+    exist, CHARTS_ESTIMATE_PX stands for their height (and the tabs under them are not sized).
     """
     editor = window.centralWidget()
     assert isinstance(editor, QSplitter)
     lanes_h = window.lanes.height_for_lanes(DEFAULT_LANES)
     program_h = window.program_panel.height_for_lines(DEFAULT_PROGRAM_LINES)
     total = editor.height() + window.schedule_dock.height()
-    charts_h = window.summary.sizeHint().height() + window.charts.minimumSizeHint().height()
+    charts_h = CHARTS_ESTIMATE_PX
+    if window.charts is not None:
+        charts_h = window.summary.sizeHint().height() + window.charts.minimumSizeHint().height()
     tabs_min = _tabs_min_height(window)
     schedule_min = charts_h + tabs_min + 2 * editor.handleWidth() + DOCK_TITLE_PX
     schedule_h = max(total - lanes_h - program_h - editor.handleWidth(), schedule_min)
     window.resizeDocks([window.schedule_dock], [schedule_h], Qt.Orientation.Vertical)
     editor.setSizes([lanes_h, program_h])
-    tabs_h = max(tabs_min, min(TABS_MAX_PX, schedule_h - schedule_min + tabs_min))
-    window.schedule_splitter.setSizes([schedule_h - tabs_h, tabs_h])
+    if window.schedule_splitter is not None:
+        tabs_h = max(tabs_min, min(TABS_MAX_PX, schedule_h - schedule_min + tabs_min))
+        window.schedule_splitter.setSizes([schedule_h - tabs_h, tabs_h])
     palette_dock = window.findChild(QDockWidget, "palette_dock")
     inspector_dock = window.findChild(QDockWidget, "inspector_dock")
     window.resizeDocks(
@@ -76,7 +83,7 @@ def default_layout(window: Any) -> None:  # noqa: ANN401 - a MainWindow (imports
 
 def _tabs_min_height(window: Any) -> int:  # noqa: ANN401 - a MainWindow
     """The comparison table and insights strip: tab bar, note and a few rows."""
-    return 3 * window.table.fontMetrics().height() + 60
+    return 3 * (window.table or window).fontMetrics().height() + 60
 
 
 def compare_layout(window: Any) -> None:  # noqa: ANN401 - a MainWindow

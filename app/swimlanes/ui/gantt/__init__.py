@@ -1,19 +1,33 @@
-"""Gantt charts of timelines: one chart, simulated-vs-measured side by side, summary strip."""
+"""Gantt charts of timelines: one chart, simulated-vs-measured side by side, summary strip.
 
-from swimlanes.ui.gantt.bars import GanttBarsItem
-from swimlanes.ui.gantt.chart import GanttChart
-from swimlanes.ui.gantt.rows import COMPUTE_ROW, HOST_ROW, engine_row, stream_info_of, stream_row
-from swimlanes.ui.gantt.side_by_side import ComparisonCharts
-from swimlanes.ui.gantt.summary import SummaryStrip
+The names below load on first use: the window imports ``gantt.rows`` helpers before its first
+paint, and importing the package must not import pyqtgraph with them (the charts are built
+right after the first paint).
+"""
 
-__all__ = [
-    "COMPUTE_ROW",
-    "HOST_ROW",
-    "ComparisonCharts",
-    "GanttBarsItem",
-    "GanttChart",
-    "SummaryStrip",
-    "engine_row",
-    "stream_info_of",
-    "stream_row",
-]
+from __future__ import annotations
+
+import importlib
+from typing import Any
+
+#: Each public name and the module that defines it.
+_HOME = {
+    "COMPUTE_ROW": "rows",
+    "HOST_ROW": "rows",
+    "ComparisonCharts": "side_by_side",
+    "GanttBarsItem": "bars",
+    "GanttChart": "chart",
+    "SummaryStrip": "summary",
+    "engine_row": "rows",
+    "stream_info_of": "rows",
+    "stream_row": "rows",
+}
+
+__all__ = sorted(_HOME)
+
+
+def __getattr__(name: str) -> Any:  # noqa: ANN401 - whatever the named module defines
+    home = _HOME.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    return getattr(importlib.import_module(f"{__name__}.{home}"), name)
