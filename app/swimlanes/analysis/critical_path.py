@@ -173,9 +173,12 @@ class _Graph:
         n = self.n
         calls = np.flatnonzero(self.begin[n:] != NO_TIME)
         calls = calls[np.argsort(self.begin[n:][calls], kind="stable")]
-        # Each device has a host thread of its own: a call follows the one before it on its
-        # thread.
-        thread = tl.host_device[calls] if len(tl.host_device) else np.zeros(len(calls), int)
+        # Each device has a host thread of its own (several where the program declares them):
+        # a call follows the one before it on its thread.
+        if len(tl.host_thread):
+            thread = tl.host_thread[calls]
+        else:
+            thread = tl.host_device[calls] if len(tl.host_device) else np.zeros(len(calls), int)
         before: dict[int, int] = {}
         for t in np.unique(thread).tolist():
             mine = calls[thread == t].tolist()

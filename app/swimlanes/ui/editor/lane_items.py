@@ -38,6 +38,9 @@ from swimlanes.ui.editor.lane_layout import (  # noqa: E402, F401 - the lanes' g
     is_host_lane,
     is_stream_lane,
     lane_device,
+    lane_thread,
+    op_lane,
+    thread_lane,
 )
 from swimlanes.ui.style import OKABE_ITO, op_colour, text_colour_on
 from swimlanes.units import format_bytes
@@ -96,8 +99,14 @@ class HeaderItem(QGraphicsRectItem):
         self.stream = stream
         self.selected = selected
         self.device = lane_device(key)
+        self.thread = lane_thread(key)
         self.setAcceptHoverEvents(True)
-        if stream is None and self.device is not None:
+        if stream is None and self.thread is not None:
+            self.setToolTip(
+                f"Host thread {self.thread}: its host work, the calls that block it (they "
+                "block only this thread) and the calls it issues on its streams"
+            )
+        elif stream is None and self.device is not None:
             self.setToolTip(
                 f"The host thread of {self.device}: host work and the calls that block it, "
                 "and the calls it issues on its streams"
@@ -130,7 +139,9 @@ class HeaderItem(QGraphicsRectItem):
         name = "Host thread" if self.stream is None else self.stream.name
         if self.stream is None:
             sub = "CPU: syncs, host work"
-            if self.device is not None:
+            if self.thread is not None:
+                name = f"{self.thread} host thread"
+            elif self.device is not None:
                 name = f"{self.device} host thread"
         else:
             sub = f"{_KIND_TEXT[self.stream.kind]} \u00b7 prio {self.stream.priority}"

@@ -1,6 +1,7 @@
 """Where each lane of the lane editor is (no Qt): one lane per stream plus the host thread,
 and, in a pipeline of several devices, the lanes grouped per device under a device header
 (the device's host thread first, then its streams); a collapsed device shows its header only.
+A program with several host threads on a device has one host lane per thread, grouped so too.
 """
 
 from __future__ import annotations
@@ -8,7 +9,7 @@ from __future__ import annotations
 import bisect
 from dataclasses import dataclass, field
 
-from swimlanes.model.document import Pipeline, Stream
+from swimlanes.model.document import STREAM_OPS, Op, Pipeline, Stream
 
 LANE_H = 50.0
 #: A device's header row: thinner than a lane, it holds no ops.
@@ -19,11 +20,31 @@ HOST_LANE = ""
 # Stream names are user text; these keys start with a NUL, which no stream name holds.
 _HOST_PREFIX = "\0host:"
 _DEVICE_PREFIX = "\0device:"
+_THREAD_PREFIX = "\0thread:"
 
 
 def host_lane(device: str | None = None) -> str:
     """The key of a host thread's lane: the one host lane, or ``device``'s host thread."""
     return HOST_LANE if device is None else _HOST_PREFIX + device
+
+
+def thread_lane(thread: str, device: str) -> str:
+    """The key of a host thread's lane (a device's own thread, named after it: its host lane)."""
+    return host_lane(device) if thread == device else _THREAD_PREFIX + thread
+
+
+def lane_thread(key: str) -> str | None:
+    """The declared host thread of a thread's lane key (None otherwise)."""
+    return key[len(_THREAD_PREFIX) :] if key.startswith(_THREAD_PREFIX) else None
+
+
+def op_lane(pipeline: Pipeline, op: Op) -> str:
+    """The lane an op's block is in: its stream's, or its host thread's for host-only calls."""
+    if op.op in STREAM_OPS:
+        return op.stream_name or ""
+    if pipeline.is_multi_thread:
+        return thread_lane(pipeline.op_thread(op), pipeline.op_device(op))
+    return host_lane(pipeline.op_device(op)) if pipeline.is_multi_device else HOST_LANE
 
 
 def device_lane(device: str) -> str:
@@ -32,7 +53,7 @@ def device_lane(device: str) -> str:
 
 
 def is_host_lane(key: str) -> bool:
-    return key == HOST_LANE or key.startswith(_HOST_PREFIX)
+    return key == HOST_LANE or key.startswith(_HOST_PREFIX) or key.startswith(_THREAD_PREFIX)
 
 
 def is_device_lane(key: str) -> bool:
@@ -92,7 +113,7 @@ def lane_layout(
         if stream is not None:
             out.streams[key] = stream
 
-    if not pipeline.is_multi_device:
+    if not (pipeline.is_multi_device or pipeline.is_multi_thread):
         add(HOST_LANE, LANE_H)
         for s in streams:
             add(s.name, LANE_H, s)
@@ -107,7 +128,9 @@ def lane_layout(
         add(device_lane(device), DEVICE_H)
         if device in collapsed:
             continue
-        add(host_lane(device), LANE_H)
+        for thread, home_device in pipeline.thread_list():
+            if home_device == device:
+                add(thread_lane(thread, device), LANE_H)
         for s in streams:
             if home[s.name] == device:
                 add(s.name, LANE_H, s)

@@ -96,10 +96,7 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
         return list(self._lanes)
 
     def lane_of(self, op: Op) -> str:
-        if op.op in STREAM_OPS:
-            return op.stream_name or ""
-        pipeline = self.controller.pipeline
-        return li.host_lane(pipeline.op_device(op)) if pipeline.is_multi_device else li.HOST_LANE
+        return li.op_lane(self.controller.pipeline, op)
 
     def lane_y(self, key: str) -> float:
         """Scene y of the top of a lane."""
@@ -188,7 +185,8 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
     def _update_lanes(self) -> None:
         pipeline = self.controller.pipeline
         selected = self.controller.selected_stream()
-        self.collapsed_devices &= set(pipeline.device_names) if pipeline.is_multi_device else set()
+        multi = pipeline.is_multi_device or pipeline.is_multi_thread
+        self.collapsed_devices &= set(pipeline.device_names) if multi else set()
         layout = lane_layout(pipeline, self.collapsed_devices)
         summaries = _device_summaries(pipeline)
         signature = (
@@ -244,15 +242,10 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
         layout = self._layout
         lane_top = dict(zip(layout.keys, layout.tops, strict=True))
         pipeline = self.controller.pipeline
-        multi = pipeline.is_multi_device
         hidden_y = layout.bottom  # ops of a collapsed device: hidden, kept below the lanes
         for index, op in enumerate(program):
             x = self.column_x(index) + li.BLOCK_GAP / 2
-            if op.op in STREAM_OPS:
-                key = op.stream_name or ""
-            else:
-                key = li.host_lane(pipeline.op_device(op)) if multi else li.HOST_LANE
-            y = lane_top.get(key)
+            y = lane_top.get(li.op_lane(pipeline, op))
             item = self._blocks.get(op.uid)
             if item is None:
                 item = li.BlockItem(op, index, x, hidden_y if y is None else y)

@@ -23,6 +23,7 @@ from swimlanes.ui.gantt.row_keys import (
     link_row,
     row_device,
     stream_row,
+    thread_row,
 )
 
 _KERNEL = OP_KINDS.index("kernel")
@@ -106,7 +107,7 @@ def device_row_keys(tl: Timeline, layout: DeviceLayout) -> list[str]:
     occupied = set(np.unique(layout.occupancy_device).tolist())
     keys: list[str] = []
     for d, device in enumerate(layout.devices):
-        keys.append(host_row(device))
+        keys += host_rows_of(tl, d, device)
         keys += [
             stream_row(name)
             for i, name in enumerate(tl.stream_names)
@@ -137,10 +138,33 @@ def row_devices(tl: Timeline | None) -> dict[str, str]:
         out[stream_row(name)] = layout.devices[int(layout.stream_device[i])]
     for i, name in enumerate(tl.engine_names):
         out[engine_row(name)] = layout.devices[int(layout.engine_device[i])]
-    for device in layout.devices:
-        out[host_row(device)] = device
+    for d, device in enumerate(layout.devices):
+        out.update((key, device) for key in host_rows_of(tl, d, device))
         out[compute_row(device)] = device
     return out
+
+
+def host_rows_of(tl: Timeline, d: int, device: str) -> list[str]:
+    """The host rows of device ``d``: one per host thread where the timeline has several
+    (``thread_names``), else the device's one."""
+    names = list(getattr(tl, "thread_names", None) or [])
+    if not names:
+        return [host_row(device)]
+    owners = _column(tl, "thread_device", len(names))
+    return [thread_row(device, t) for t, owner in zip(names, owners.tolist(), strict=True)
+            if owner == d] or [host_row(device)]  # fmt: skip
+
+
+def op_host_rows(tl: Timeline, devices: list[str]) -> list[str]:
+    """Each op's host row key: its thread's, or its device's host thread's."""
+    names = list(getattr(tl, "thread_names", None) or [])
+    host_device = np.clip(_column(tl, "host_device", len(tl)), 0, max(0, len(devices) - 1))
+    if not names:
+        return [host_row(devices[d]) for d in host_device.tolist()]
+    owners = np.clip(_column(tl, "thread_device", len(names)), 0, len(devices) - 1).tolist()
+    keys = [thread_row(devices[owners[k]], name) for k, name in enumerate(names)]
+    thread = np.clip(_column(tl, "host_thread", len(tl)), 0, len(names) - 1)
+    return [keys[k] for k in thread.tolist()]
 
 
 def device_of_row(key: str, devices: dict[str, str]) -> str | None:

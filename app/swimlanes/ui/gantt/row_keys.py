@@ -3,7 +3,8 @@
 A single-device chart has "host", "stream:NAME", "engine:NAME" and "compute" rows. A chart of
 a multi-device timeline has one host row and one SM-occupancy row per device
 ("host:gpu0", "compute:gpu0"), its engines are named after their device ("engine:gpu0 H2D"),
-and it has one row per link between devices ("link:NVLink gpu0→gpu1").
+and it has one row per link between devices ("link:NVLink gpu0→gpu1"). A program with several
+host threads has one host row per thread ("host:gpu0#thread:worker"), in its device's rows.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from __future__ import annotations
 HOST_ROW = "host"
 COMPUTE_ROW = "compute"
 LINK_PREFIX = "link:"
+THREAD_MARK = "#thread:"
 
 
 def stream_row(name: str) -> str:
@@ -26,6 +28,19 @@ def engine_row(name: str) -> str:
 def host_row(device: str | None = None) -> str:
     """The row key of a host thread: "host", or the host thread of ``device``."""
     return HOST_ROW if device is None else f"{HOST_ROW}:{device}"
+
+
+def thread_row(device: str, thread: str) -> str:
+    """The row key of host thread ``thread`` of ``device`` (a device's own thread, named after
+    it, keeps the device's host row)."""
+    return host_row(device) if thread == device else f"{host_row(device)}{THREAD_MARK}{thread}"
+
+
+def row_thread(key: str) -> str | None:
+    """The thread named in a thread's host row ("host:gpu0#thread:worker" -> "worker")."""
+    if is_host_row(key) and THREAD_MARK in key:
+        return key.rpartition(THREAD_MARK)[2]
+    return None
 
 
 def compute_row(device: str | None = None) -> str:
@@ -54,5 +69,7 @@ def row_device(key: str) -> str | None:
     """The device named in a host or compute row's key ("host:gpu1" -> "gpu1"), else None."""
     if is_host_row(key) or is_compute_row(key):
         _, _, device = key.partition(":")
+        if THREAD_MARK in device:
+            device = device.rpartition(THREAD_MARK)[0]
         return device or None
     return None

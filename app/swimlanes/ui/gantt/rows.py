@@ -29,6 +29,7 @@ from swimlanes.ui.gantt.device_rows import (
     collective_connectors,
     device_layout,
     device_row_keys,
+    op_host_rows,
 )
 from swimlanes.ui.gantt.row_keys import (  # noqa: F401 - re-exported: the chart's row keys
     COMPUTE_ROW,
@@ -41,6 +42,7 @@ from swimlanes.ui.gantt.row_keys import (  # noqa: F401 - re-exported: the chart
     is_link_row,
     link_row,
     row_device,
+    row_thread,
     stream_row,
 )
 from swimlanes.units import format_bytes
@@ -69,7 +71,8 @@ def row_title(key: str, stream_info: dict[str, dict] | None = None) -> str:
     if key == COMPUTE_ROW:
         return "Compute (SMs)"
     if is_host_row(key):
-        return f"{row_device(key)} host thread"
+        thread = row_thread(key)
+        return f"{thread if thread is not None else row_device(key)} host thread"
     if is_compute_row(key):
         return f"{row_device(key)} SMs"
     kind, _, name = key.partition(":")
@@ -261,6 +264,9 @@ def _host_rows(tl: Timeline, index: dict[str, int], devices: DeviceLayout | None
     """Each op's host row: the one host row, or its device's host thread's."""
     if devices is None:
         return np.full(len(tl), index.get(HOST_ROW, -1), np.int32)
+    if getattr(tl, "thread_names", None):
+        keys = op_host_rows(tl, devices.devices)
+        return np.array([index.get(k, -1) for k in keys], np.int32).reshape(len(keys))
     per_device = np.array([index.get(host_row(d), -1) for d in devices.devices], np.int32)
     return per_device[devices.host_device]
 
@@ -407,7 +413,9 @@ def _anchor(rows: ChartRows, op: int, at_end: bool) -> tuple[float, float] | Non
         t = tl.end[op] if at_end else tl.start[op]
     else:
         host = HOST_ROW
-        if rows.devices:
+        if rows.devices and getattr(tl, "thread_names", None):
+            host = op_host_rows(tl, rows.devices)[op]
+        elif rows.devices:
             devices = getattr(tl, "host_device", None)
             d = int(devices[op]) if devices is not None and len(devices) == len(tl) else 0
             host = host_row(rows.devices[min(max(d, 0), len(rows.devices) - 1)])
@@ -472,6 +480,9 @@ def op_tooltip(tl: Timeline, op: int) -> str:
     device = tl.host_device_name(op)
     if device is not None:
         where.append(device)
+    thread = tl.host_thread_name(op) if getattr(tl, "thread_names", None) else None
+    if thread is not None:
+        where.append(f"host thread {thread}")
     if tl.stream_name(op) is not None:
         where.append(f"stream {tl.stream_name(op)}")
     if tl.engine_name(op) is not None:
