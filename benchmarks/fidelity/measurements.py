@@ -13,7 +13,7 @@ from __future__ import annotations
 import gzip
 import json
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +21,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import split  # noqa: E402
 
+from swimlanes.engine.preset_model import FITTED_ROOFLINE  # noqa: E402
 from swimlanes.engine.presets import DevicePreset  # noqa: E402
+from swimlanes.gpu.calibration_programs import copy_order_of  # noqa: E402
 from swimlanes.model.document import Pipeline  # noqa: E402
 from swimlanes.timeline.formats.io import load_run, run_from_dict, run_to_dict  # noqa: E402
 from swimlanes.timeline.timeline import Timeline  # noqa: E402
@@ -86,6 +88,18 @@ def load_fidelity_data(path: str | Path) -> FidelityData:
     """A device stage folder or a packed ``.json.gz``."""
     path = Path(path)
     return _from_folder(path) if path.is_dir() else _from_packed(path)
+
+
+def preset_as_calibrated_now(data: FidelityData) -> DevicePreset:
+    """The stored preset with the choices that calibrate makes from its raw record made again
+    by today's rules (the copy engine's order) and the fitted figures it writes today (the
+    streaming kernel's, ``FITTED_ROOFLINE``), so that a measurement taken before a rule
+    changed is judged as a calibration made today would be."""
+    preset = replace(data.preset, **FITTED_ROOFLINE)
+    probe = data.raw.get("copy_order")
+    if not isinstance(probe, dict):
+        return preset
+    return replace(preset, copy_order=copy_order_of(probe))
 
 
 def _without_paths(timeline: Timeline) -> Timeline:

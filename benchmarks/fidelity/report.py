@@ -19,7 +19,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measurements import load_fidelity_data  # noqa: E402
+from measurements import load_fidelity_data, preset_as_calibrated_now  # noqa: E402
 
 from swimlanes.engine import get_preset  # noqa: E402
 from swimlanes.engine.bands import simulate_band  # noqa: E402
@@ -30,13 +30,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--data", required=True, help="a fidelity folder or a packed .json.gz")
     ap.add_argument("--preset", help="simulate on this preset instead of the calibrated one")
+    ap.add_argument(
+        "--stored-preset",
+        action="store_true",
+        help="use the stored preset as it was written, not re-derived from the raw calibration",
+    )
     ap.add_argument("--json", dest="json_out", help="write the summaries and per-run rows here")
     ap.add_argument("--worst", type=int, default=8, help="list this many worst held-out runs")
     ap.add_argument("--band", action="store_true", help="score prediction bands (engine.bands)")
     ap.add_argument("--band-samples", type=int, default=32, metavar="N")
     args = ap.parse_args()
     data = load_fidelity_data(args.data)
-    preset = get_preset(args.preset) if args.preset else data.preset
+    if args.preset:
+        preset = get_preset(args.preset)
+    else:
+        preset = data.preset if args.stored_preset else preset_as_calibrated_now(data)
     rows: dict[str, list] = {"train": [], "held_out": []}
     incomplete = [r.name for r in data.runs if r.timeline.meta.get("cupti_unmatched")]
     for run in data.runs:
@@ -50,7 +58,8 @@ def main() -> int:
         rows[run.split].append(acc)
     gpu = data.host.get("gpu", {}).get("name", "?")
     print(f"{gpu}, host CPU {data.host.get('cpu')}, measured {data.host.get('date')}")
-    print(f"preset: {args.preset or 'calibrated in the same call'}")
+    how = "as stored" if args.stored_preset else "choices re-derived from its raw record"
+    print(f"preset: {args.preset or f'calibrated in the same call ({how})'}")
     if incomplete:
         print(f"left out {len(incomplete)} runs whose measurement misses ops: {incomplete}")
     out = {

@@ -152,3 +152,31 @@ def test_a_roofline_kernel_with_few_warps_runs_at_its_warps_rate() -> None:
     assert limited.roofline_ns(1e6, 0, blocks=1000, threads=256, per_sm=8) == 100
     assert limited.roofline_ns(0, 4000, blocks=1, threads=32, per_sm=8) == 2000
     assert limited.roofline_ns(0, 4_000_000, blocks=1000, threads=256, per_sm=8) == 4000
+
+
+def test_a_streaming_kernel_with_few_elements_per_thread_computes_at_its_tail_rate() -> None:
+    from swimlanes.engine.presets import DevicePreset
+
+    gpu = DevicePreset(
+        name="g", sm_count=100, peak_tflops=10.0, memory_gbps=1e6, roofline_overlap=0.0,
+        roofline_tail_efficiency=0.5,
+    )  # fmt: skip
+    # 8 MB is 1M elements of 8 bytes: 250k threads or more run the one-element loop (the
+    # traffic, 8 ns, adds up with the compute: roofline_overlap 0).
+    assert gpu.roofline_ns(1e6, 8_000_000, blocks=1000, threads=256, per_sm=8) == 8 + 200
+    assert gpu.roofline_ns(1e6, 8_000_000, blocks=100, threads=256, per_sm=8) == 8 + 100
+    # Work without traffic (the FMA kernel) and traffic without work are not slowed.
+    assert gpu.roofline_ns(1e6, 0, blocks=1000, threads=256, per_sm=8) == 100
+    assert gpu.roofline_ns(0, 8_000_000, blocks=1000, threads=256, per_sm=8) == 8
+
+
+def test_a_kernel_with_traffic_pays_the_startup_once() -> None:
+    from swimlanes.engine.presets import DevicePreset
+
+    gpu = DevicePreset(name="g", peak_tflops=10.0, memory_gbps=1000.0, roofline_startup_us=3.0)
+    assert gpu.roofline_ns(0, 4_000_000) == 4000 + 3000
+    assert gpu.roofline_ns(1e6, 4_000_000) == 4000 + 3000  # the slower part, then the startup
+    assert gpu.roofline_ns(1e6, 0) == 100  # the FMA kernel moves no data
+    for name in ("a100", "rtx4090", "ideal", "c1060"):  # built from published figures: none
+        assert get_preset(name).roofline_startup_us == 0.0
+        assert get_preset(name).roofline_tail_efficiency == 1.0

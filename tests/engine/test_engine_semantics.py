@@ -416,6 +416,18 @@ def test_a_fifo_copy_engine_serves_ready_copies_in_the_order_they_became_ready()
     assert [span(tl, r) for r in range(3)] == [(0, MS), (MS, 2 * MS), (2 * MS, 3 * MS)]
 
 
+def test_a_stream_fifo_copy_engine_keeps_serving_its_stream_then_the_longest_waiting() -> None:
+    # What calibrate measured on the H100 and H200 hosts of 2026-11-24 (copy_order_of).
+    dev = replace(IDEAL, copy_order="stream_fifo")
+    program = [copy("h2d", "s1", 1), copy("h2d", "s2", 1), copy("h2d", "s1", 1)]
+    tl = simulate(pipe(S12, *program), dev)
+    assert [span(tl, r) for r in range(3)] == [(0, MS), (2 * MS, 3 * MS), (MS, 2 * MS)]
+    streams = [Stream("s1"), Stream("s2"), Stream("s3")]
+    at_once = [Op("h2d", stream=s.name, bytes=64 << 20) for s in streams]
+    tl = simulate(pipe(streams, *at_once), dev)
+    assert sorted(range(3), key=lambda r: tl.start[r]) == [0, 1, 2]  # issue order
+
+
 def test_h2d_and_d2h_overlap_with_the_bidirectional_slowdown(tmp_path, monkeypatch) -> None:
     monkeypatch.setenv("SWIMLANES_RESOURCES", str(tmp_path))  # the built-in H200 figures
     h200 = get_preset("h200")

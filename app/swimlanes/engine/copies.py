@@ -27,20 +27,27 @@ H2D, D2H = 0, 1
 def choose_copy(ready: list[tuple], last_stream: int, order: str = "measured") -> int:
     """Position in ``ready`` of the copy an idle engine starts next.
 
-    ``ready`` holds tuples starting ``(ready_time, op, stream, ...)``. ``order="measured"`` is what an H200 does:
-    the engine keeps serving the stream it just served while that stream has a ready copy (two
-    queued copies of one stream ran back to back before another stream's earlier copy), and
-    otherwise takes the most recently readied copy (three copies issued at once on s1, s2, s3
-    ran s1, s3, s2). ``order="fifo"`` is the textbook engine: the copy that has waited longest.
-    Either way copies readied at the same instant go in issue order.
+    ``ready`` holds tuples starting ``(ready_time, op, stream, ...)``. The orders, as
+    ``swimlanes calibrate`` tells them apart on the GPU:
+
+    * ``"stream_fifo"``: the engine keeps serving the stream it just served while that stream
+      has a ready copy (copies issued s1, s2, s1 ran s1, s1, s2), and otherwise takes the copy
+      that has waited longest (three copies issued at once on s1, s2, s3 ran in that order).
+      What the H100 and H200 hosts measured since 2026-11-24 do.
+    * ``"measured"``: the same stream first, otherwise the most recently readied copy (one H200
+      host, 2026-11-21: three copies issued at once on s1, s2, s3 ran s1, s3, s2).
+    * ``"fifo"``: the textbook engine: the copy that has waited longest, whatever its stream.
+
+    Copies readied at the same instant go in issue order.
     """
-    fifo = order == "fifo"
+    sticky = order != "fifo"
+    oldest_first = order != "measured"
     best = -1
     best_key: tuple[int, int, int] | None = None
     for pos, entry in enumerate(ready):
         ready_time, op, stream = entry[0], entry[1], entry[2]
-        same = 0 if fifo or stream == last_stream else 1
-        key = (same, ready_time if fifo else -ready_time, op)
+        same = 0 if not sticky or stream == last_stream else 1
+        key = (same, ready_time if oldest_first else -ready_time, op)
         if best_key is None or key < best_key:
             best, best_key = pos, key
     return best

@@ -43,7 +43,11 @@ from swimlanes.engine.plan import (
     Shapes,
     _new_shape,
 )
-from swimlanes.engine.preset_model import DevicePreset, _sorted_points
+from swimlanes.engine.preset_model import (
+    ROOFLINE_BYTES_PER_ELEMENT,
+    DevicePreset,
+    _sorted_points,
+)
 from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS
 
 _D2D, _MEMSET, _HOST_FUNC = K["d2d"], K["memset"], K["host_func"]
@@ -267,10 +271,15 @@ def _roofline(
         compute_rate = np.minimum(compute_rate, sms * per_sm_rate)
     if p.warp_gbps:
         memory_rate = np.minimum(memory_rate, (sms * warps) * p.warp_gbps)
+    if p.roofline_tail_efficiency != 1.0:  # the one-element loop: see DevicePreset
+        few = nbytes // ROOFLINE_BYTES_PER_ELEMENT < 4 * blocks * threads
+        tail = (flops > 0) & (nbytes > 0) & few
+        compute_rate = np.where(tail, compute_rate * p.roofline_tail_efficiency, compute_rate)
     compute = flops / compute_rate
     memory = nbytes / memory_rate
     exposed = (1.0 - p.roofline_overlap) * np.minimum(compute, memory)
-    value = np.maximum(compute, memory) + exposed
+    startup = np.where(nbytes > 0, p.roofline_startup_us * 1000.0, 0.0)
+    value = np.maximum(compute, memory) + exposed + startup
     # max(1, round(value)): values below 0.5 round to 0 and become 1.
     return np.where(np.rint(value) < 1, 1.0, value)
 

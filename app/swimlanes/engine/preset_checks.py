@@ -22,7 +22,7 @@ if TYPE_CHECKING:
 
 HARDWARE_QUEUE_MODELS: tuple[str, ...] = ("hyperq", "fermi")
 #: How a copy engine picks among ready copies (see engine.copies.choose_copy).
-COPY_ORDERS: tuple[str, ...] = ("measured", "fifo")
+COPY_ORDERS: tuple[str, ...] = ("measured", "fifo", "stream_fifo")
 #: Keys of ``bandwidth_table``: measured size -> bandwidth points per transfer kind.
 #: The ``_host`` kinds are the host's side of a pageable copy (staging in, copying out) per
 #: size: bytes over the whole call of a copy alone.
@@ -227,6 +227,10 @@ def check_preset(p: DevicePreset) -> None:
             raise ValueError(f"bandwidth_table.{kind}: sizes and bandwidths must be positive")
     if not 0 <= p.roofline_overlap <= 1:
         raise ValueError("roofline_overlap: must be a number from 0 to 1")
+    if not 0 < p.roofline_tail_efficiency <= 1:
+        raise ValueError("roofline_tail_efficiency: must be a number above 0, at most 1")
+    if not 0 <= p.roofline_startup_us <= 1000:
+        raise ValueError("roofline_startup_us: must be a number from 0 to 1000")
     for key in ("warp_gflops", "warp_gbps"):
         if not 0 <= getattr(p, key) <= MAX_RATE:
             raise ValueError(f"{key}: must be a number from 0 to {MAX_RATE:g}")

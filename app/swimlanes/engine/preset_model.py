@@ -19,6 +19,13 @@ from swimlanes.model.document import OP_KINDS
 
 PRESET_FORMAT = "swimlanes-device"
 PRESET_VERSION = 1
+#: Bytes of traffic per data element of the synthetic kernel that runs a ``flops``/``bytes``
+#: kernel (a float32 read and a float32 write; the executor's streaming kernel).
+ROOFLINE_BYTES_PER_ELEMENT = 8
+#: The streaming kernel's own figures, fitted on the fidelity benchmark's training halves
+#: (H100 and H200, 2026-11-24; kernels that ran alone): they describe the kernel's code, not
+#: the host, and ``swimlanes calibrate`` writes them into every preset it makes.
+FITTED_ROOFLINE: dict[str, float] = {"roofline_startup_us": 3.0, "roofline_tail_efficiency": 0.6}
 
 
 def _issue_costs(**overrides: float) -> dict[str, float]:
@@ -119,6 +126,16 @@ class DevicePreset:
     #: after the other. The synthetic kernel that runs such an op loads, computes and stores in
     #: turn, so on an H200 its parts mostly add up.
     roofline_overlap: float = 1.0
+    #: Device time a kernel timed by ``bytes`` (with or without ``flops``) takes beyond its
+    #: roofline: its first loads' latency and the grid's ramp up and down, which a short
+    #: kernel cannot hide (:data:`FITTED_ROOFLINE`).
+    roofline_startup_us: float = 0.0
+    #: Compute rate, as a fraction of the full one, of a kernel timed by ``flops`` and
+    #: ``bytes`` whose grid has more than a quarter as many threads as its data has elements
+    #: (:data:`ROOFLINE_BYTES_PER_ELEMENT` bytes each): the synthetic kernel then runs its
+    #: one-element loop, 4 FMAs per loop trip instead of 16, and spends more of its issue
+    #: slots on the loop itself (:data:`FITTED_ROOFLINE`).
+    roofline_tail_efficiency: float = 1.0
     #: Device-side delay from a kernel launch call returning to its first block starting.
     kernel_launch_latency_us: float = 4.0
     #: The same for an H2D or D2H copy: from its call returning to its start on an idle engine.
@@ -248,10 +265,14 @@ class DevicePreset:
                 compute_rate = min(compute_rate, sms * per_sm_rate)
             if self.warp_gbps:
                 memory_rate = min(memory_rate, sms * warps * self.warp_gbps)
+        few_elements = nbytes and nbytes // ROOFLINE_BYTES_PER_ELEMENT < 4 * blocks * threads
+        if flops and few_elements and blocks > 0 and threads > 0:
+            compute_rate *= self.roofline_tail_efficiency
         compute = (flops or 0.0) / compute_rate
         memory = (nbytes or 0) / memory_rate
         exposed = (1.0 - self.roofline_overlap) * min(compute, memory)
-        return max(1, round(max(compute, memory) + exposed))
+        startup = self.roofline_startup_us * 1000.0 if nbytes else 0.0
+        return max(1, round(max(compute, memory) + exposed + startup))
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {"format": PRESET_FORMAT, "version": PRESET_VERSION}

@@ -39,6 +39,7 @@ from swimlanes.gpu.calibration_programs import (
     ISSUE_LOOPS,
     ISSUE_SAMPLES,
     MIXED_STREAMS,
+    copy_order_of,
     grid_rate_program,
     mixed_issue_program,
     roofline_overlap,
@@ -161,13 +162,11 @@ class _Calibration:
         tl = self.measure("copy order", s, prog)
         first = sorted((0, 1, 2), key=lambda r: int(tl.start[r]))
         second = sorted((4, 5, 6), key=lambda r: int(tl.start[r]))
-        ran = [tl.stream_name(r) for r in first]
-        self.raw["copy_order"] = {
-            "three_streams_issued_s1_s2_s3_ran": ran,
+        self.raw["copy_order"] = probe = {
+            "three_streams_issued_s1_s2_s3_ran": [tl.stream_name(r) for r in first],
             "issued_s1_s2_s1_ran": [f"{tl.stream_name(r)}#{r}" for r in second],
         }
-        # Copies readied at once ran in issue order: the engine serves the longest waiting.
-        return "fifo" if ran == ["s1", "s2", "s3"] else "measured"
+        return copy_order_of(probe)
 
     def hardware_queues(self) -> dict[str, Any]:
         """Which streams share a hardware queue: a copy and a kernel held back on stream q0
@@ -539,6 +538,7 @@ def _optional_probes(
 
 def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str) -> dict:
     """The preset: the built-in one of this GPU (if any) with every measured figure put in."""
+    from swimlanes.engine.preset_model import FITTED_ROOFLINE
     from swimlanes.engine.presets import DevicePreset, get_preset
 
     name = preset_name(info.name)
@@ -547,6 +547,7 @@ def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str)
     built_in = name in preset_names()
     fields = (get_preset(name) if built_in else DevicePreset(name=name)).to_dict()
     table = measured["bandwidth_table"]
+    fields.update(FITTED_ROOFLINE)  # the streaming kernel's own figures, the same everywhere
     fields.update(
         measured,
         name=name,

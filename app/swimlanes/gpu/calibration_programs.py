@@ -33,6 +33,18 @@ def roofline_overlap(rates: list[dict[str, Any]]) -> float:
     return round(min(1.0, max(0.0, float(np.median(hidden)))), 3) if hidden else 1.0
 
 
+def copy_order_of(probe: dict[str, Any]) -> str:
+    """The copy engine's order (``DevicePreset.copy_order``) from the copy-order probe's record
+    (``three_streams_issued_s1_s2_s3_ran``, ``issued_s1_s2_s1_ran``; see engine.copies)."""
+    ran = probe.get("three_streams_issued_s1_s2_s3_ran")
+    second = [str(name).split("#")[0] for name in probe.get("issued_s1_s2_s1_ran", [])]
+    if ran != ["s1", "s2", "s3"]:
+        return "measured"  # copies readied at once did not run in issue order
+    # The engine serves the longest waiting, after the stream it just served if s1's second
+    # copy overtook s2's earlier one.
+    return "stream_fifo" if second == ["s1", "s1", "s2"] else "fifo"
+
+
 #: Calls that wait for the device: their cost is measured on an idle device, one kind at a time.
 BLOCKING_CALLS = ("stream_sync", "event_sync", "device_sync")
 SMALL = 4 * KB

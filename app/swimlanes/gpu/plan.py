@@ -12,6 +12,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 
+from swimlanes.engine.preset_model import ROOFLINE_BYTES_PER_ELEMENT
 from swimlanes.gpu.errors import GpuError, gib
 from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline, Stream
 
@@ -24,7 +25,7 @@ MAX_FMA_TRIPS = 2**31 - 1
 #: FMAs per element per loop trip of the streaming kernel (its trip count is an int32 too).
 STREAM_FMA_PER_TRIP = 4
 #: Bytes one element of the streaming kernel moves (a float32 read plus a float32 write).
-STREAM_BYTES_PER_ELEMENT = 8
+STREAM_BYTES_PER_ELEMENT = ROOFLINE_BYTES_PER_ELEMENT
 #: Pinned memory must leave this much host memory free (the OS and the app need some).
 HOST_RESERVE_BYTES = 1 << 30
 

@@ -20,6 +20,10 @@ The pipeline replays the host program the timeline recorded, call by call in iss
 * **syncs** (stream, event, device), ``malloc`` and ``free`` as they were called.
 * **host time between calls** (the program's own work, and calls Swimlanes does not model) as
   ``host`` ops: each gap longer than ``min_host_gap_us``;
+* **host threads**: calls made from several host threads (``meta["host_threads"]``, which a
+  capture and a trace import record) replay as several threads (``thread 0``, ``thread 1``, in
+  the order of their first call), each with its own calls and its own host time between them;
+  a program of one thread stays one.
 * **each call's own measured time** as its ``call_us`` when the call does not wait for the
   device (a kernel launch, an async copy, an event record, a first ``cudaMalloc`` initialising
   the context): the simulation then spends what the program spent, on any preset. A call that
@@ -39,7 +43,14 @@ from typing import Any
 
 import numpy as np
 
-from swimlanes.model.document import DEFAULT_STREAM, MAX_NAME_CHARS, Op, Pipeline, Stream
+from swimlanes.model.document import (
+    DEFAULT_STREAM,
+    MAX_NAME_CHARS,
+    HostThread,
+    Op,
+    Pipeline,
+    Stream,
+)
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
 
 #: PyTorch's default stream in Kineto traces (the legacy default stream).
@@ -78,6 +89,7 @@ def reconstruct(
         name=name or (f"{tl.name} (rebuilt)" if tl.name else "rebuilt from a trace"),
         streams=builder.streams(),
         program=program,
+        host_threads=[HostThread(name) for name in builder.thread_names],
     )
     pipeline.extra["description"] = (
         f"Rebuilt from a measured timeline of {len(tl)} ops"
@@ -107,6 +119,25 @@ def _summarised(notes: list[str], keep: int = 3) -> list[str]:
     return out
 
 
+def _host_threads(tl: Timeline) -> tuple[dict[int, str], list[str]]:
+    """Each row's host thread and the threads' names (``thread 0``, ... in the order of their
+    first call; after the stable issue-order sort the rows are in), from
+    ``meta["host_threads"]``; nothing when the calls came from one thread."""
+    raw = tl.meta.get("host_threads")
+    if not isinstance(raw, list) or len(raw) != len(tl):
+        return {}, []
+    when = np.where(tl.issue_start != NO_TIME, tl.issue_start, tl.start)
+    names: dict[str, str] = {}
+    of_row: dict[int, str] = {}
+    for row in np.argsort(when, kind="stable").tolist():
+        key = raw[row]
+        if isinstance(key, str | int) and key != "":
+            of_row[row] = names.setdefault(str(key), f"thread {len(names)}")
+    if len(names) < 2:
+        return {}, []
+    return of_row, list(names.values())
+
+
 def _ranges(raw: Any) -> list[tuple[str, int, int]]:
     """The timeline's named ranges (``meta["ranges"]``: [name, start, end] in its ns): NVTX
     ranges of a capture or an Nsight Systems export, a PyTorch trace's record_function ones."""
@@ -133,6 +164,7 @@ class _Builder:
         self.ranges = [ranges[k] for k in order]
         self.range_starts = [r[1] for r in self.ranges]
         self.notes: list[str] = []
+        self.thread_of_row, self.thread_names = _host_threads(tl)
         self.op_of_row: dict[int, int] = {}
         self.record_of: dict[int, int] = {}  # consumer row -> record row
         for s, d, k in zip(
@@ -193,26 +225,31 @@ class _Builder:
         when = np.where(tl.issue_start != NO_TIME, tl.issue_start, tl.start)
         order = np.argsort(when, kind="stable").tolist()
         program: list[Op] = []
-        free_from: int | None = None  # when the previous call returned
-        carry = 0  # host time too short for an op of its own, kept for the next one
-        last_stream: str | None = None
+        # Per host thread (None: the one thread of a one-thread program):
+        free_from: dict[str | None, int] = {}  # when its previous call returned
+        carry: dict[str | None, int] = {}  # host time too short for an op, kept for the next
+        last_stream: dict[str | None, str] = {}
+        thread: str | None = self.thread_names[0] if self.thread_names else None
         for row in order:
-            op = self.op_for(row, last_stream)
+            thread = self.thread_of_row.get(row, thread)  # GPU work without a call: the last
+            op = self.op_for(row, last_stream.get(thread))
             if op is None:
                 continue
             begin = int(tl.issue_start[row])
-            if begin != NO_TIME and free_from is not None:
-                carry += begin - free_from
-            if carry > self.min_gap_ns:
-                program.append(Op("host", duration_us=round(carry / 1000.0, 3), label="host work"))
-                carry = 0
+            if begin != NO_TIME and thread in free_from:
+                carry[thread] = carry.get(thread, 0) + begin - free_from[thread]
+            if carry.get(thread, 0) > self.min_gap_ns:
+                gap = round(carry[thread] / 1000.0, 3)
+                program.append(Op("host", duration_us=gap, label="host work", host_thread=thread))
+                carry[thread] = 0
             op.call_us = self.call_us(row, op)
+            op.host_thread = thread
             self.op_of_row[row] = len(program)
             program.append(op)
             if tl.issue_end[row] != NO_TIME:
-                free_from = int(tl.issue_end[row])
+                free_from[thread] = int(tl.issue_end[row])
             if tl.on_device[row] and op.stream is not None:
-                last_stream = op.stream
+                last_stream[thread] = op.stream
         return program
 
     def call_us(self, row: int, op: Op) -> float | None:

@@ -74,8 +74,9 @@ once.
    ``shared_copy_engine``); each runs one copy at a time for its time alone (latency +
    bytes / bandwidth, a measured table, pageable rates or chunked staging, or
    ``duration_us``). An idle engine that has rested takes, among the ready copies of its pool,
-   the one of the stream it served last, else the most recently readied (``copy_order``
-   "measured"), or the longest waiting ("fifo", and always on Fermi), ties by program order.
+   the one of the stream it served last, else the longest waiting (``copy_order``
+   "stream_fifo") or the most recently readied ("measured"); or simply the longest waiting
+   ("fifo", and always on Fermi); ties by program order.
    Bandwidth is fluid: while k copies of one direction run each takes k times as long, and
    while both directions run each is slowed by ``1 + bidirectional_slowdown`` (its
    direction's) and pays its direction's ``bidirectional_overhead_us`` once; speeds are

@@ -123,7 +123,7 @@ class CopyEngines:
         self.engines = [CopyEngine(index=k, pool=p) for k, p in enumerate(pools)]
         self.clock = clock
         # Fermi's copy queues feed each engine in issue order: the queue decides, not the engine.
-        self.fifo = preset.hardware_queues == "fermi" or preset.copy_order == "fifo"
+        self.order = "fifo" if preset.hardware_queues == "fermi" else preset.copy_order
         gap = round(preset.copy_engine_gap_us * 1000.0)
         rest = preset.bidirectional_rest_us
         rest_d2h = (
@@ -154,9 +154,12 @@ class CopyEngines:
     def choose(self, ready: list[ReadyCopy], last_stream: int) -> int:
         """The copy an idle engine takes next: see the package docstring, rule 7."""
 
+        sticky = self.order != "fifo"  # serves the stream it served last while it can
+        oldest_first = self.order != "measured"
+
         def key(c: ReadyCopy) -> tuple[int, int, int]:
-            other_stream = 0 if self.fifo or c.stream == last_stream else 1
-            return (other_stream, c.ready_time if self.fifo else -c.ready_time, c.op)
+            other_stream = 0 if not sticky or c.stream == last_stream else 1
+            return (other_stream, c.ready_time if oldest_first else -c.ready_time, c.op)
 
         return min(range(len(ready)), key=lambda pos: key(ready[pos]))
 

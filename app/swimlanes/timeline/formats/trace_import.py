@@ -329,6 +329,7 @@ def _kineto_timeline(sink: EventCollector, top: dict[str, Any]) -> Timeline:
             },
             **_annotation_meta(sink),
             **_capture_meta(top, stream_name),
+            **_host_thread_meta([t.threads[r][1] for r in order.tolist()]),
             "record_streams": {
                 str(int(new_row[t.corr_row[c]])): stream_name[key]
                 for c, key in t.record_streams.items()
@@ -376,6 +377,13 @@ def _capture_meta(top: dict[str, Any], stream_name: dict[tuple, str]) -> dict[st
             and isinstance(value, dict)
         }
     return out
+
+
+def _host_thread_meta(threads: list[tuple | None]) -> dict[str, Any]:
+    """``meta["host_threads"]``: per row, the host thread ("pid:tid") that made its call ("":
+    none), only when the calls came from several threads (each replays as a thread of its own)."""
+    names = ["" if t is None else f"{t[0]}:{t[1]}" for t in threads]
+    return {"host_threads": names} if len(set(names) - {""}) > 1 else {}
 
 
 def _stream_flags(value: dict[str, Any]) -> dict[str, Any]:

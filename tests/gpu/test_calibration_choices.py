@@ -1,0 +1,36 @@
+"""The choices ``swimlanes calibrate`` makes from what its probes recorded (no GPU needed)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from swimlanes.engine import get_preset
+from swimlanes.engine.preset_model import FITTED_ROOFLINE
+from swimlanes.gpu.calibration_programs import copy_order_of
+
+RESOURCES = Path(__file__).resolve().parents[2] / "resources"
+
+
+@pytest.mark.parametrize(
+    ("at_once", "s1_s2_s1", "order"),
+    [
+        (["s1", "s2", "s3"], ["s1#4", "s1#6", "s2#5"], "stream_fifo"),  # H100, H200 (2026-11-24)
+        (["s1", "s2", "s3"], ["s1#4", "s2#5", "s1#6"], "fifo"),
+        (["s1", "s3", "s2"], ["s1#4", "s1#6", "s2#5"], "measured"),  # one H200 (2026-11-21)
+    ],
+)
+def test_the_copy_order_follows_what_the_probe_saw(at_once, s1_s2_s1, order) -> None:
+    probe = {"three_streams_issued_s1_s2_s3_ran": at_once, "issued_s1_s2_s1_ran": s1_s2_s1}
+    assert copy_order_of(probe) == order
+
+
+def test_the_shipped_h200_preset_says_what_its_own_calibration_measured(monkeypatch) -> None:
+    monkeypatch.delenv("SWIMLANES_RESOURCES", raising=False)
+    raw = json.loads((RESOURCES / "measurements" / "h200-calibration.json").read_text("utf-8"))
+    shipped = get_preset("h200")
+    assert shipped.copy_order == copy_order_of(raw["copy_order"]) == "stream_fifo"
+    for key, value in FITTED_ROOFLINE.items():
+        assert getattr(shipped, key) == value
