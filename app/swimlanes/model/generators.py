@@ -19,6 +19,7 @@ from swimlanes.model.document import HOST_MEMORY_KINDS, STREAM_KINDS, Op, Pipeli
 from swimlanes.model.generators_multi import (
     random_multi_device_pipeline as random_multi_device_pipeline,
 )
+from swimlanes.model.generators_threads import per_thread_streams_pipeline
 
 #: Pinned host <-> device copy bandwidth of an H200 in bytes per microsecond (55 GB/s).
 H200_PINNED_BYTES_PER_US = 55_000.0
@@ -341,6 +342,7 @@ EXAMPLE_BUILDERS: dict[str, Callable[[], Pipeline]] = {
     "launch-bound": launch_bound_pipeline,
     "swimming-in-streams": swimming_pipeline,
     "swimming-in-streams-sync": lambda: swimming_pipeline(sync_copies=True),
+    "per-thread-default-stream": per_thread_streams_pipeline,
 }
 
 
