@@ -11,8 +11,6 @@ import sys
 
 from swimlanes.resources import example_names, example_path
 from swimlanes.services.errors import CommandError
-from swimlanes.services.simulation import format_table, simulate_file
-from swimlanes.timeline.metrics import compute_metrics
 
 #: What the app opens when started without a file, and what the headless fallback shows.
 DEFAULT_EXAMPLE = "chunked-overlap"
@@ -27,6 +25,11 @@ def _missing_display() -> str | None:
 
 
 def _show_headless(file: str | None, reason: str) -> int:
+    # Here, not at the top: the desktop app must not wait for the simulator and numpy before
+    # its window first paints.
+    from swimlanes.services.simulation import format_table, simulate_file
+    from swimlanes.timeline.metrics import compute_metrics
+
     if file is None:
         if DEFAULT_EXAMPLE not in example_names():
             raise CommandError(f"cannot open the desktop app: {reason}")

@@ -6,16 +6,18 @@ from __future__ import annotations
 import weakref
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from PySide6.QtCore import Qt, QTimer
 from PySide6.QtWidgets import QLabel
 
 from swimlanes.model.document import Pipeline
 from swimlanes.model.edits import Edit
-from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui import dialogs
 from swimlanes.ui.actions import CHOOSE_PRESET_FILE, add_device_item, fill_device_combo
-from swimlanes.ui.gantt.rows import format_duration
+
+if TYPE_CHECKING:  # numpy comes with it: not before the window's first paint
+    from swimlanes.timeline.timeline import Timeline
 
 CALIBRATING_FORMAT = "Calibrating this GPU %p%"
 CALIBRATING_MESSAGE = (
@@ -92,9 +94,21 @@ class DeviceControls:
             note.setToolTip(NO_GPU_REASON)
             self.statusBar().addPermanentWidget(note)
 
+    def _show_device_until_listed(self) -> None:
+        """The device list holds only the current device until ``_fill_devices``: listing the
+        presets loads the engine (and numpy), which waits for the window's first paint."""
+        device = str(self.sim_runner.device)
+        text = f"{Path(device).stem} (file)" if device.endswith(".json") else device
+        combo = self.toolbar.device
+        combo.blockSignals(True)
+        combo.clear()
+        combo.addItem(text, device)
+        combo.blockSignals(False)
+
     def _fill_devices(self) -> None:
         combo = self.toolbar.device
         combo.blockSignals(True)
+        combo.clear()
         fill_device_combo(combo)
         if not self._select_device(str(self.sim_runner.device)):
             self._select_device("h200" if combo.findText("h200") >= 0 else combo.itemText(0))
@@ -255,6 +269,8 @@ class DeviceControls:
             self.arrangement.set_compare(True, refit=True)
 
     def _on_gpu_finished(self, timeline: Timeline) -> None:
+        from swimlanes.ui.gantt.rows import format_duration
+
         self.set_measured(timeline, self.measured_pipeline)
         text = f"Measured {len(timeline)} ops on {timeline.device}: makespan {format_duration(timeline.makespan_ns)}"
         if self.comparison is not None:

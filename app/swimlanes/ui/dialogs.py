@@ -212,6 +212,7 @@ class FileHandling:
         return self.maybe_save() and self.load_path(str(example_path(name)), example=name)
 
     def _replace_document(self, pipeline: Pipeline, path: str | None, example: str | None) -> None:
+        self.build_charts()  # type: ignore[attr-defined] # a document is shown in them: at once
         self.example_name = example
         # A measurement still loading was asked for the document that is being replaced.
         self.measurement_task.cancel()  # type: ignore[attr-defined]

@@ -16,7 +16,6 @@ from PySide6.QtCore import QObject, QProcess, QProcessEnvironment, QTimer, Signa
 
 from swimlanes.model.document import Pipeline
 from swimlanes.model.io import pipeline_to_json
-from swimlanes.timeline.timeline import Timeline
 
 #: How long a cancelled child gets to stop and free its GPU memory before it is killed.
 CANCEL_GRACE_MS = 3000
@@ -155,6 +154,9 @@ class GpuRunner(QObject):
             elif kind == "calibrated":
                 self.calibrated.emit(dict(message))
             elif kind in ("partial", "result"):
+                # here: numpy comes with it, and must not delay the window's first paint
+                from swimlanes.timeline.timeline import Timeline
+
                 timeline = Timeline.from_dict(message["timeline"])
                 if kind == "partial":
                     self.partial.emit(timeline)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import Qt, QTimer, Signal
 from PySide6.QtGui import QCloseEvent, QShowEvent
@@ -25,7 +25,6 @@ from PySide6.QtWidgets import (
     QWidget,
 )
 
-from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui import dialogs
 from swimlanes.ui.actions import (
     build_menus,
@@ -46,6 +45,9 @@ from swimlanes.ui.settings import Settings
 from swimlanes.ui.simulation_results import SimulationResults
 from swimlanes.ui.window_layout import CompareArrangement, default_layout, first_start_size
 from swimlanes.ui.workers import SimulationRunner
+
+if TYPE_CHECKING:  # numpy comes with it: not before the window's first paint
+    from swimlanes.timeline.timeline import Timeline
 
 #: Insights wait this long after a simulation, so editing never waits for them.
 INSIGHTS_DELAY_MS = 300
@@ -208,7 +210,7 @@ class MainWindow(
         for dock in self.findChildren(QDockWidget):
             self.menus.view.addAction(dock.toggleViewAction())
         self.toolbar = build_toolbar(self, self.actions)
-        self._fill_devices()
+        self._show_device_until_listed()  # the list follows with the charts (build_charts)
         self.toolbar.repeat.setValue(self.settings.gpu_repeat())
         self.fill_examples_menu()
         self.fill_recent_menu()
@@ -266,6 +268,7 @@ class MainWindow(
 
     def set_measured(self, timeline: Timeline | None, pipeline: Any = None) -> None:
         """Show a measured timeline beside the simulation (None hides it)."""
+        self.build_charts()  # shown in them: called before they exist, they are built now
         self.measured = timeline
         self.measured_pipeline = pipeline
         self._simulate_like(timeline)

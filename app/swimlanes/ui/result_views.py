@@ -105,10 +105,12 @@ class ResultViews:
         self.results_gate = ResultsGate(self, actions, widgets)  # type: ignore[arg-type]
 
     def build_charts(self) -> None:
-        """Build the result views, wire them, and enable what waited for them (once); then
-        emit ``charts_ready``. Re-simulates a document edited before they existed."""
+        """Build the result views, wire them, list the device presets, and enable what waited
+        for them (once); then emit ``charts_ready``. Re-simulates a document edited before
+        they existed."""
         if self.has_charts():
             return
+        self._fill_devices()  # type: ignore[attr-defined]
         self._create_result_views()
         self._lay_out_result_views()
         self._connect_result_views()

@@ -5,12 +5,10 @@ document, an autosave that cannot be written). Mixed into MainWindow, which prov
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from swimlanes.timeline.timeline import Timeline
-from swimlanes.ui.gantt.rows import format_duration
+if TYPE_CHECKING:  # numpy comes with it: not before the window's first paint
+    from swimlanes.timeline.timeline import Timeline
 
 #: Above this many ops, insights are only worked out while their tab is shown.
 INSIGHTS_EAGER_LIMIT = 5000
@@ -42,6 +40,8 @@ class SimulationResults:
     band: Any
 
     def _on_simulated(self, timeline: Timeline) -> None:
+        from swimlanes.ui.gantt.rows import format_duration
+
         self.simulated = timeline
         self.simulation_problem = ""
         # a result from the worker took long enough for the user to wait for it: show it whole
@@ -179,6 +179,8 @@ def _same_ops(simulated: Timeline, measured: Timeline) -> bool:
     trace rows it could not replay carry indexes past the program: every row within the
     program must then be the op at its index.
     """
+    import numpy as np
+
     if len(simulated) == len(measured):
         return np.array_equal(simulated.index, measured.index) and np.array_equal(
             simulated.kind, measured.kind

@@ -12,13 +12,15 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, QTimer, Signal
 
 from swimlanes.model.document import MULTI_DEVICE_OPS, Pipeline
-from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui.main_thread_gc import install_main_thread_gc
+
+if TYPE_CHECKING:  # numpy comes with it: not before the window's first paint
+    from swimlanes.timeline.timeline import Timeline
 
 #: Pipelines whose simulation takes fewer steps than this simulate on the UI thread (a few
 #: milliseconds: faster than a thread hop); anything larger runs in a worker with cancel.
@@ -37,7 +39,7 @@ UI_BEAT_MS = 20
 UI_STARVED_S = 0.06
 UI_WAIT_S = 0.05
 
-SimulateFn = Callable[..., Timeline]
+SimulateFn = Callable[..., "Timeline"]
 
 
 def _default_simulate(pipeline: Pipeline, device: Any, **kwargs: Any) -> Timeline:
