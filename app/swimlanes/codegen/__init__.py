@@ -13,9 +13,20 @@ from swimlanes.codegen.python_multi import generate_python_multi
 from swimlanes.model.document import Pipeline
 
 
+def _refuse_threads(pipeline: Pipeline) -> None:
+    """Several host threads on one device are not exported yet: refused, saying so."""
+    if pipeline.is_multi_thread:
+        names = ", ".join(name for name, _ in pipeline.thread_list())
+        raise CodegenError(
+            f"this pipeline has several host threads on one device ({names}): code export "
+            "writes one host thread per device, so it cannot export it yet"
+        )
+
+
 def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
     """The Numba CUDA script of ``pipeline`` (printable ASCII only); a :class:`CodegenError`
     names a value the script cannot hold."""
+    _refuse_threads(pipeline)
     if is_multi_device(pipeline):
         return generate_python_multi(pipeline, repeat=repeat)
     return python.generate_python(pipeline, repeat=repeat)
@@ -24,6 +35,7 @@ def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
 def generate_cuda(pipeline: Pipeline, *, repeat: int = 5) -> str:
     """The CUDA C++ program of ``pipeline`` (printable ASCII only); a :class:`CodegenError`
     names a value the program cannot hold."""
+    _refuse_threads(pipeline)
     if is_multi_device(pipeline):
         return generate_cuda_multi(pipeline, repeat=repeat)
     return cuda.generate_cuda(pipeline, repeat=repeat)
