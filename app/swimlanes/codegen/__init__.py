@@ -1,8 +1,9 @@
 """Code export: turn a pipeline into a runnable Numba CUDA script or CUDA C++ program.
 
 A single-device pipeline goes through ``python`` and ``cuda``; a pipeline that declares several
-devices, or uses a peer copy or a collective, through ``python_multi`` and ``cuda_multi`` (one
-host thread per device, peer copies, NCCL).
+devices or several host threads on a device, or uses a peer copy or a collective, through
+``python_multi`` and ``cuda_multi`` (one host thread per device, or per declared host thread,
+each issuing its own ops; peer copies, NCCL).
 """
 
 from swimlanes.codegen import cuda, python
@@ -13,20 +14,9 @@ from swimlanes.codegen.python_multi import generate_python_multi
 from swimlanes.model.document import Pipeline
 
 
-def _refuse_threads(pipeline: Pipeline) -> None:
-    """Several host threads on one device are not exported yet: refused, saying so."""
-    if pipeline.is_multi_thread:
-        names = ", ".join(name for name, _ in pipeline.thread_list())
-        raise CodegenError(
-            f"this pipeline has several host threads on one device ({names}): code export "
-            "writes one host thread per device, so it cannot export it yet"
-        )
-
-
 def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
     """The Numba CUDA script of ``pipeline`` (printable ASCII only); a :class:`CodegenError`
     names a value the script cannot hold."""
-    _refuse_threads(pipeline)
     if is_multi_device(pipeline):
         return generate_python_multi(pipeline, repeat=repeat)
     return python.generate_python(pipeline, repeat=repeat)
@@ -35,7 +25,6 @@ def generate_python(pipeline: Pipeline, *, repeat: int = 5) -> str:
 def generate_cuda(pipeline: Pipeline, *, repeat: int = 5) -> str:
     """The CUDA C++ program of ``pipeline`` (printable ASCII only); a :class:`CodegenError`
     names a value the program cannot hold."""
-    _refuse_threads(pipeline)
     if is_multi_device(pipeline):
         return generate_cuda_multi(pipeline, repeat=repeat)
     return cuda.generate_cuda(pipeline, repeat=repeat)

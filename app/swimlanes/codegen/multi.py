@@ -1,17 +1,20 @@
-"""What both code generators need for a multi-device pipeline: which host thread issues each
-op, the NCCL communicators and each collective's element counts, the peer-copy buffers, and the
+"""What both code generators need for a multi-device or multi-thread pipeline: which host
+thread issues each op, the NCCL communicators and each collective's element counts, the peer-copy buffers, and the
 host-side handshakes that keep cross-device event waits in the program's order.
 
-A pipeline is exported as a multi-device program when it declares more than one device or uses
-a multi-device kind (a peer copy, a collective); otherwise the single-device generators run
-unchanged, so their output stays byte for byte what it was. Devices and communicators are
+A pipeline is exported as a multi-device program when it declares more than one device, uses
+a multi-device kind (a peer copy, a collective) or has several host threads on a device;
+otherwise the single-device generators run unchanged, so their output stays byte for byte what
+it was. Devices and communicators are
 referred to by their index in the generated code, never by their names.
 
-Generated programs run one host thread per device (as the simulator's semantics do): thread
-``d`` issues device ``d``'s ops in program order. An event is one CUDA event per (event, device),
-since a record must be on a stream of the event's device; a wait uses the event of the device
-whose record came last before it in the program list. When that record is issued by another
-thread, the waiting thread first waits on the host for the record to be issued (a "mark"), so
+Generated programs run one host thread per host thread of the pipeline (one per device where it
+declares none, as the simulator's semantics do): thread ``t`` issues its own ops in program
+order, on its device. A per-thread default stream is ``cudaStreamPerThread`` (Numba's
+``per_thread_default_stream()``), which means the calling thread's own stream, and only its
+owning thread issues on it. An event is one CUDA event per (event, device), since a record must
+be on a stream of the event's device; a wait uses the event of the device whose record came
+last before it in the program list. When that record is issued by another thread, the waiting thread first waits on the host for the record to be issued (a "mark"), so
 that the wait cannot run ahead of the record it refers to, as it does not in the simulator.
 """
 
@@ -28,7 +31,11 @@ ELEMENT_BYTES = 4
 
 def is_multi_device(pipeline: Pipeline) -> bool:
     """Whether ``pipeline`` is exported as a multi-device program."""
-    return pipeline.is_multi_device or any(op.op in MULTI_DEVICE_OPS for op in pipeline.program)
+    return (
+        pipeline.is_multi_device
+        or pipeline.is_multi_thread
+        or any(op.op in MULTI_DEVICE_OPS for op in pipeline.program)
+    )
 
 
 @dataclass(frozen=True)
@@ -45,12 +52,19 @@ class Collective:
 
 @dataclass
 class MultiPlan:
-    """Devices, communicators, per-op devices and the cross-thread handshakes of a pipeline."""
+    """Devices, host threads, communicators, per-op devices and threads, and the cross-thread
+    handshakes of a pipeline."""
 
     pipeline: Pipeline
     devices: list[str]
     #: Program index -> index of the device whose thread issues it.
     op_device: list[int] = field(default_factory=list)
+    #: The host threads in :meth:`Pipeline.thread_list` order, and each one's device index
+    #: (one thread per device, in device order, where the pipeline declares none).
+    threads: list[str] = field(default_factory=list)
+    thread_device: list[int] = field(default_factory=list)
+    #: Program index -> index of the host thread that issues it.
+    op_thread: list[int] = field(default_factory=list)
     #: Communicator identifiers and their devices' indexes, in declaration order.
     comm_ids: list[str] = field(default_factory=list)
     comm_devices: list[list[int]] = field(default_factory=list)
@@ -68,9 +82,19 @@ class MultiPlan:
     #: Program index of a wait or sync -> the mark it waits on first.
     waits_on_mark: dict[int, int] = field(default_factory=dict)
 
-    def ops_of(self, device: int) -> list[int]:
-        """Program indexes issued by device ``device``'s thread, in order."""
-        return [i for i, d in enumerate(self.op_device) if d == device]
+    def ops_of(self, thread: int) -> list[int]:
+        """Program indexes issued by host thread ``thread``, in order."""
+        return [i for i, t in enumerate(self.op_thread) if t == thread]
+
+    def threads_of(self, device: int) -> list[int]:
+        """The host threads (indexes) that run on device ``device``."""
+        return [t for t, d in enumerate(self.thread_device) if d == device]
+
+    def run_name(self, thread: int) -> str:
+        """The generated function that host thread ``thread`` runs: named per device where each
+        device has one thread (so those programs keep their shape), else per thread."""
+        kind = "thread" if self.pipeline.is_multi_thread else "device"
+        return f"run_{kind}_{thread}"
 
     @property
     def peer_pairs(self) -> list[tuple[int, int]]:
@@ -137,9 +161,15 @@ def _plan_events(plan: MultiPlan) -> None:
                 plan.event_device[i] = plan.op_device[i]
                 continue
             plan.event_device[i] = plan.op_device[rec]
-            if plan.op_device[rec] != plan.op_device[i]:
+            if plan.op_thread[rec] != plan.op_thread[i]:
                 mark = plan.marks.setdefault(rec, len(plan.marks))
                 plan.waits_on_mark[i] = mark
+
+
+def _plan_threads(plan: MultiPlan) -> None:
+    for name, device in plan.pipeline.thread_list():
+        plan.threads.append(name)
+        plan.thread_device.append(_device_index(plan, device, f"host thread {name!r}"))
 
 
 def make_multi_plan(pipeline: Pipeline) -> MultiPlan:
@@ -157,10 +187,15 @@ def make_multi_plan(pipeline: Pipeline) -> MultiPlan:
         plan.comm_devices.append(
             [_device_index(plan, d, f"communicator {c.name!r}") for d in c.devices]
         )
+    _plan_threads(plan)
     for i, op in enumerate(pipeline.program):
         where = f"program[{i}]"
         device = _device_index(plan, pipeline.op_device(op), f"{where}.device")
         plan.op_device.append(device)
+        thread = pipeline.op_thread(op)
+        if thread not in plan.threads:
+            raise CodegenError(f"{where}.host_thread: no host thread {thread!r}")
+        plan.op_thread.append(plan.threads.index(thread))
         if op.op in COLLECTIVE_OPS:
             _plan_collective(plan, op, i, device)
         elif op.op == "peer_copy":
@@ -175,13 +210,13 @@ def make_multi_plan(pipeline: Pipeline) -> MultiPlan:
     return plan
 
 
-def device_label_changes(plan: MultiPlan, device: int) -> list[tuple[int, str | None]]:
-    """Device ``device``'s program indexes, each with the label to make current before its code
-    (None where the thread's current label is already right): as ``label_changes``, but per
+def thread_label_changes(plan: MultiPlan, thread: int) -> list[tuple[int, str | None]]:
+    """Host thread ``thread``'s program indexes, each with the label to make current before its
+    code (None where the thread's current label is already right): as ``label_changes``, but per
     host thread, since each thread keeps its own current label."""
     out: list[tuple[int, str | None]] = []
     current = ""
-    for i in plan.ops_of(device):
+    for i in plan.ops_of(thread):
         label = plan.pipeline.program[i].label or ""
         out.append((i, None if label == current else label))
         current = label

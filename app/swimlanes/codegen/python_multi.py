@@ -1,8 +1,9 @@
-"""The Numba CUDA script of a multi-device pipeline: one threading.Thread per device, peer
-copies and NCCL collectives.
+"""The Numba CUDA script of a multi-device or multi-thread pipeline: one threading.Thread per
+host thread (per device where the pipeline declares none), peer copies and NCCL collectives.
 
-Each device's thread enters its device (``with cuda.gpus[d]:``) and issues that device's ops in
-program order. Peer copies are the driver's cuMemcpyPeerAsync (cudaMemcpyPeerAsync) between the
+Each host thread enters its device (``with cuda.gpus[d]:``) and issues its own ops in program
+order; a per-thread default stream is ``cuda.per_thread_default_stream()``, the calling
+thread's own stream, used only by its owning thread. Peer copies are the driver's cuMemcpyPeerAsync (cudaMemcpyPeerAsync) between the
 devices' primary contexts, with peer access enabled between the pairs they join. Collectives
 call the NCCL library through ctypes, as Swimlanes' executor does (``swimlanes.gpu.nccl``): the
 script finds ``libnccl.so`` where the nvidia-nccl wheels put it, or on the loader's path. It needs numba-cuda, cuda-bindings and, for collectives, NCCL; not
@@ -15,7 +16,7 @@ import re
 from collections.abc import Callable
 
 from swimlanes.codegen import python
-from swimlanes.codegen.multi import MultiPlan, device_label_changes, make_multi_plan, nccl_call
+from swimlanes.codegen.multi import MultiPlan, make_multi_plan, nccl_call, thread_label_changes
 from swimlanes.codegen.plan import CodePlan, checked_int, make_plan, python_string_literal
 from swimlanes.model.document import COLLECTIVE_OPS, Op, Pipeline
 from swimlanes.model.op_kinds import register_layer
@@ -107,7 +108,7 @@ def run_program(g):
             for mark in g.marks:
                 mark.set()
 
-    threads = [threading.Thread(target=on_device, args=(d, fn)) for d, fn in enumerate(RUN_DEVICE)]
+    threads = [threading.Thread(target=on_device, args=(d, fn)) for d, fn in {run_list}]
     for t in threads:
         t.start()
     for t in threads:
@@ -191,15 +192,16 @@ register_layer("codegen_python", EMITTERS)
 
 
 # -- the script -----------------------------------------------------------------------------------
-def _run_device(plan: CodePlan, mp: MultiPlan, device: int) -> list[str]:
+def _run_thread(plan: CodePlan, mp: MultiPlan, thread: int) -> list[str]:
+    device = mp.thread_device[thread]
     out = [
-        f"def run_device_{device}(g):",
+        f"def {mp.run_name(thread)}(g):",
         "    global op_label",
         f"    streams, handles, events, b, p = g.streams, g.handles, g.events, g.bufs[{device}], "
         f"g.ptrs[{device}]",
         "    allocations = []",
     ]
-    for i, label in device_label_changes(mp, device):
+    for i, label in thread_label_changes(mp, thread):
         op = plan.pipeline.program[i]
         out.append(f"    # [{i}] {op.op}")
         if label is not None:
@@ -254,7 +256,7 @@ def _device_setup(plan: CodePlan, mp: MultiPlan, device: int, body: str) -> list
     return out
 
 
-def _setup(plan: CodePlan, mp: MultiPlan, bodies: list[str]) -> list[str]:
+def _setup(plan: CodePlan, mp: MultiPlan, threads: list[list[str]]) -> list[str]:
     n = len(mp.devices)
     out = [
         "    global sm_count, nccl",
@@ -266,7 +268,8 @@ def _setup(plan: CodePlan, mp: MultiPlan, bodies: list[str]) -> list[str]:
         f"    g.contexts = [primary_context(d) for d in range({n})]",
     ]
     for d in range(n):
-        out += _device_setup(plan, mp, d, bodies[d])
+        body = "\n".join(line for t in mp.threads_of(d) for line in threads[t])
+        out += _device_setup(plan, mp, d, body)
     out.append("    # Raw stream handles: the driver calls take these, like CUDA C does.")
     out.append("    g.handles = {k: driver.CUstream(int(s)) for k, s in g.streams.items()}")
     for src, dst in mp.peer_pairs:
@@ -281,12 +284,28 @@ def _setup(plan: CodePlan, mp: MultiPlan, bodies: list[str]) -> list[str]:
     return out
 
 
+def _run_list(mp: MultiPlan) -> str:
+    """The functions the threads run: by device (``RUN_DEVICE``, the device is the index) where
+    each device has one thread, else ``RUN_THREAD``, each with its device."""
+    if not mp.pipeline.is_multi_thread:
+        return f"RUN_DEVICE = [{', '.join(mp.run_name(d) for d in range(len(mp.threads)))}]"
+    pairs = ", ".join(f"({d}, {mp.run_name(t)})" for t, d in enumerate(mp.thread_device))
+    return f"RUN_THREAD = [{pairs}]"
+
+
+def _run_program(multi_thread: bool) -> str:
+    if not multi_thread:
+        return _RUN_PROGRAM.replace("{run_list}", "enumerate(RUN_DEVICE)")
+    text = _RUN_PROGRAM.replace("{run_list}", "RUN_THREAD")
+    return text.replace("every device's ops from its own", "every host thread's ops from a")
+
+
 def generate_python_multi(pipeline: Pipeline, *, repeat: int = 5) -> str:
-    """The script of a multi-device pipeline (printable ASCII only)."""
+    """The script of a multi-device or multi-thread pipeline (printable ASCII only)."""
     plan, mp = make_plan(pipeline), make_multi_plan(pipeline)
     repeat = checked_int(repeat, "repeat", 1)
-    n = len(mp.devices)
-    devices = [_run_device(plan, mp, d) for d in range(n)]
+    multi_thread = pipeline.is_multi_thread
+    threads = [_run_thread(plan, mp, t) for t in range(len(mp.threads))]
     teardown = [
         f"    for comm in g.comms[{_lit(mp.comm_ids[c])}]:\n        check_nccl(nccl.ncclCommDestroy(comm))"
         for c in sorted({c.comm for c in mp.collectives.values()})
@@ -294,7 +313,8 @@ def generate_python_multi(pipeline: Pipeline, *, repeat: int = 5) -> str:
     out = [
         # Fixed text only in the first two lines: Python reads an encoding from a comment there.
         "#!/usr/bin/env python3",
-        "# Generated by Swimlanes: the pipeline's CUDA calls, one host thread per device.",
+        "# Generated by Swimlanes: the pipeline's CUDA calls, "
+        + ("one Python thread per host thread." if multi_thread else "one host thread per device."),
         "# It prints the makespan. Names and labels from the pipeline are in string literals.",
         python._PRELUDE + _MULTI_PRELUDE + (_NCCL_PRELUDE if mp.collectives else ""),
         "",
@@ -302,12 +322,12 @@ def generate_python_multi(pipeline: Pipeline, *, repeat: int = 5) -> str:
         f"MARKS = {len(mp.marks)}",
         "",
         "",
-        *[line for lines in devices for line in lines],
-        f"RUN_DEVICE = [{', '.join(f'run_device_{d}' for d in range(n))}]",
-        _RUN_PROGRAM,
+        *[line for lines in threads for line in lines],
+        _run_list(mp),
+        _run_program(multi_thread),
         "",
         f"def main(repeat={repeat}):",
-        *_setup(plan, mp, ["\n".join(lines) for lines in devices]),
+        *_setup(plan, mp, threads),
         *python.timed_runs("run_program(g)", "compiles kernels on every device", teardown),
         *python.script_end(repeat),
     ]
