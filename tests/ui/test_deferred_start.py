@@ -13,6 +13,7 @@ from pathlib import Path
 from PySide6.QtCore import QSettings
 from PySide6.QtWidgets import QLabel, QSplitter
 
+import swimlanes.ui.app as app_module
 from swimlanes.model.document import Op
 from swimlanes.model.edits import InsertOps
 from swimlanes.resources import example_path
@@ -110,6 +111,26 @@ def test_before_the_charts_exist_disabled_actions_do_nothing_and_edits_are_kept(
     assert a.undo.isEnabled() and a.select_all.isEnabled()
     win.build_charts()  # once only
     assert isinstance(win.schedule_dock.widget(), QSplitter)
+
+
+def test_a_window_that_never_paints_still_gets_its_charts_and_file(
+    qtbot, tmp_path, monkeypatch
+) -> None:
+    monkeypatch.setattr(app_module, "CHARTS_AT_THE_LATEST_MS", 50)
+    win = deferred_window(qtbot, tmp_path)
+    painted: list[bool] = []
+    ready: list[bool] = []
+    start_window(
+        win,
+        str(example_path(EXAMPLE)),
+        painted=lambda: painted.append(True),
+        then=lambda: ready.append(True),
+    )
+    win.hide()  # before its first paint: minimised, on another desktop
+    qtbot.waitUntil(lambda: bool(ready), timeout=5000)
+    assert painted == []  # nothing claims a paint that did not happen
+    assert win.has_charts() and win.controller.path.name == f"{EXAMPLE}.json"
+    assert win.simulated is not None and win.actions.open.isEnabled()
 
 
 CHILD = textwrap.dedent(
