@@ -1,6 +1,7 @@
 """Every shipped example can be built from an empty document with the editor alone:
-devices and communicators from Pipeline > Devices and communicators, streams from the lane
-menu and the inspector, ops dropped from the palette, fields typed in. A collective dropped
+devices and communicators from Pipeline > Devices and communicators, host threads from a host
+lane's menu, streams from the lane menu and the inspector, ops dropped from the palette, fields
+typed in. A collective dropped
 on one device's lane comes with its part on every other member device (NCCL needs them all);
 those parts stand beside it, and the program without them is the example's."""
 
@@ -65,6 +66,27 @@ def _fill_op(insp: Inspector, want: Op) -> None:
         if value is not None:
             combo = insp.device_combos[key]
             _choose(combo, combo.findText(value))
+    if want.host_thread is not None:
+        _choose(insp.op_thread, insp.op_thread.findData(want.host_thread))
+
+
+def _declare_threads(ed: Editor, want: Pipeline) -> None:
+    """Host threads as a user adds them from a host lane's menu: the first added beside a
+    device's own thread declares that one too (as "main"), which is then renamed."""
+    menus, c = ed.lanes.menus, ed.controller
+    for device in want.device_names:
+        names = [t.name for t in want.host_threads if (t.device or want.device_names[0]) == device]
+        if not names:
+            continue
+        on = device if want.is_multi_device else None
+        assert menus.add_thread(on, name=names[-1] if len(names) == 1 else names[1])
+        main = c.pipeline.host_threads[-2].name
+        if len(names) == 1:
+            assert menus.remove_thread(main)
+            continue
+        assert menus.rename_thread(main, names[0])
+        for name in names[2:]:
+            assert menus.add_thread(on, name=name)
 
 
 def _declare_devices(ed: Editor, want: Pipeline, qtbot) -> None:
@@ -103,8 +125,6 @@ def _normalised(p: Pipeline, program: list[Op] | None = None) -> list[dict]:
 @pytest.mark.parametrize("name", example_names())
 def test_build_example_from_an_empty_document(qtbot, name: str) -> None:
     want = load_pipeline(example_path(name))
-    if want.host_threads:  # the inspector has no host-thread fields yet
-        pytest.skip("host threads are not editable in the inspector yet")
     want.program = want.program[:MAX_OPS]
     ed = Editor(Pipeline(name=want.name))
     qtbot.addWidget(ed)
@@ -112,14 +132,19 @@ def test_build_example_from_an_empty_document(qtbot, name: str) -> None:
     qtbot.waitExposed(ed)
     c, insp, lanes = ed.controller, ed.inspector, ed.lanes
     _declare_devices(ed, want, qtbot)
+    _declare_threads(ed, want)
     for stream in want.streams:
         assert lanes.menus.add_stream(device=stream.device)
         _type(insp.stream_name, stream.name)
+        if stream.host_thread is not None:  # before the kind: a thread has one own stream
+            _choose(insp.stream_thread, insp.stream_thread.findData(stream.host_thread))
         _choose(insp.stream_kind, insp.stream_kind.findData(stream.kind))
         _type(insp.priority, str(stream.priority))
     others: list[Op] = []  # the other members' parts of the collectives dropped
     for op in want.program:
         host = li.host_lane(want.op_device(op)) if want.is_multi_device else ""
+        if want.is_multi_thread:
+            host = li.thread_lane(want.op_thread(op), want.op_device(op))
         lane = op.stream_name or host
         at = len(c.pipeline.program)  # the example's ops, in order, and the parts beside them
         assert drop_kind(lanes, op.op, at, lane), f"drop of {op.op} at #{at}"
@@ -134,6 +159,9 @@ def test_build_example_from_an_empty_document(qtbot, name: str) -> None:
     assert errors == []
     assert [s.to_dict() for s in c.pipeline.streams] == [s.to_dict() for s in want.streams]
     assert [d.to_dict() for d in c.pipeline.devices] == [d.to_dict() for d in want.devices]
+    assert [t.to_dict() for t in c.pipeline.host_threads] == [
+        t.to_dict() for t in want.host_threads
+    ]
     assert [m.to_dict() for m in c.pipeline.communicators] == [
         m.to_dict() for m in want.communicators
     ]

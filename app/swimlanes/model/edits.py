@@ -58,6 +58,7 @@ from swimlanes.model.thread_edits import (
     RenameHostThread,
     SetOpHostThread,
     SetStreamHostThread,
+    issue_on_thread,
 )
 from swimlanes.model.validate import MAX_THREADS_PER_BLOCK
 
@@ -122,7 +123,9 @@ class MoveOps(Edit):
     ``index`` is the new program index of the first moved op (0 .. len(program) - len(uids)).
     With ``stream`` the stream ops among them move to that lane too (host ops stay on the host);
     with ``device`` (several devices: the host thread's lane they were dropped on) the host-only
-    ops among them move to that device's host thread.
+    ops among them move to that device's host thread; with ``thread`` (a declared host thread's
+    lane) every moved op is issued by that thread (host-only ops move to its lane; the check
+    refuses a stream op on another thread's per-thread default stream, saying so).
     Moves of the same ops within one ``gesture`` (a drag) merge into one undo step.
     """
 
@@ -135,6 +138,7 @@ class MoveOps(Edit):
         stream: str | None = None,
         gesture: Any = None,
         device: str | None = None,
+        thread: str | None = None,
     ):
         super().__init__()
         if not uids:
@@ -143,10 +147,11 @@ class MoveOps(Edit):
         self.index = index
         self.stream = stream
         self.device = device
+        self.thread = thread
         self.gesture = gesture
         self._before: list[tuple[int, Op]] = []
         self._streams_before: list[str | None] = []
-        self._devices_before: list[str | None] = []
+        self._devices_before: list[tuple[str | None, str | None]] = []
         self._text = f"Move {plural(len(self.uids), 'op')}"
 
     def _do(self, pipeline: Pipeline) -> None:
@@ -160,9 +165,11 @@ class MoveOps(Edit):
             raise EditError(f"there is no stream named {self.stream!r}")
         if self.device is not None and self.device not in pipeline.device_names:
             raise EditError(f"there is no device named {self.device!r}")
+        if self.thread is not None and self.thread not in dict(pipeline.thread_list()):
+            raise EditError(f"there is no host thread named {self.thread!r}")
         self._before = moved
         self._streams_before = [op.stream for _, op in moved]
-        self._devices_before = [op.device for _, op in moved]
+        self._devices_before = [(op.device, op.host_thread) for _, op in moved]
         if len(moved) == 1:
             self._text = f"Move {op_name(moved[0][1])}"
         remove_uids(pipeline, set(self.uids))
@@ -175,12 +182,15 @@ class MoveOps(Edit):
         if self.device is not None:
             for _, op in moved:
                 if not takes_stream(op.op):
-                    op.device = self.device
+                    op.device, op.host_thread = self.device, None
+        if self.thread is not None:
+            for _, op in moved:
+                issue_on_thread(pipeline, op, self.thread)
 
     def _undo(self, pipeline: Pipeline) -> None:
         before = zip(self._before, self._streams_before, self._devices_before, strict=True)
-        for (_, op), stream, device in before:
-            op.stream, op.device = stream, device
+        for (_, op), stream, (device, thread) in before:
+            op.stream, op.device, op.host_thread = stream, device, thread
         remove_uids(pipeline, set(self.uids))
         restore_ops(pipeline, self._before)
 
@@ -198,8 +208,9 @@ class MoveOps(Edit):
         self.index = other.index
         if other.stream is not None:
             self.stream = other.stream
-        if other.device is not None:
-            self.device = other.device
+        # the lane the drag ends on says whose the host work is (a device's or a thread's)
+        if other.device is not None or other.thread is not None:
+            self.device, self.thread = other.device, other.thread
         return True
 
 
@@ -315,6 +326,7 @@ __all__ = [
     "SetStreamFields",
     "SetStreamHostThread",
     "converted_fields",
+    "issue_on_thread",
     "move_index_for_insertion",
     "move_stream",
     "new_event_name",

@@ -11,9 +11,16 @@ from __future__ import annotations
 
 from typing import Any
 
-from swimlanes.model.document import MAX_HOST_THREADS, MAX_NAME_CHARS, HostThread, Pipeline
+from swimlanes.model.document import (
+    DEFAULT_STREAM,
+    MAX_HOST_THREADS,
+    MAX_NAME_CHARS,
+    HostThread,
+    Op,
+    Pipeline,
+)
 from swimlanes.model.edit_base import Edit, find_ops, plural
-from swimlanes.model.op_defaults import EditError
+from swimlanes.model.op_defaults import EditError, takes_stream
 
 __all__ = [
     "AddHostThread",
@@ -21,6 +28,7 @@ __all__ = [
     "RenameHostThread",
     "SetOpHostThread",
     "SetStreamHostThread",
+    "issue_on_thread",
     "thread_users",
 ]
 
@@ -53,6 +61,19 @@ def thread_users(pipeline: Pipeline, name: str) -> tuple[list[str], int]:
     """The declared streams that name host thread ``name`` and the ops that name it."""
     streams = [s.name for s in pipeline.streams if s.host_thread == name]
     return streams, sum(op.host_thread == name for op in pipeline.program)
+
+
+def issue_on_thread(pipeline: Pipeline, op: Op, thread: str) -> None:
+    """Let host thread ``thread`` issue ``op``, naming it only where the op would not default
+    to it (a host-only op follows its thread to the thread's device)."""
+    if takes_stream(op.op):
+        default = pipeline.stream_thread(op.stream_name or DEFAULT_STREAM)
+        op.host_thread = None if default == thread else thread
+        return
+    device = pipeline.thread_device(thread)
+    # the first device's host calls name none, as files written by hand do
+    op.device = None if device == pipeline.device_names[0] else device
+    op.host_thread = None if pipeline.device_thread(device) == thread else thread
 
 
 class AddHostThread(_ThreadEdit):

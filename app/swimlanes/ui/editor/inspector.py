@@ -55,6 +55,7 @@ from swimlanes.ui.editor.common import PALETTE_KINDS
 from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
 from swimlanes.ui.editor.inspector_devices import DeviceFields
 from swimlanes.ui.editor.inspector_fields import OPTIONAL_TIME, visible_rows
+from swimlanes.ui.editor.inspector_threads import ThreadFields
 from swimlanes.ui.icons import op_icon
 from swimlanes.ui.style import OP_TITLE
 from swimlanes.units import BYTE_UNITS, best_unit, format_bytes
@@ -82,7 +83,7 @@ _STREAM_KIND_TITLES = {
 }
 
 
-class Inspector(DeviceFields, QWidget):
+class Inspector(DeviceFields, ThreadFields, QWidget):
     """Edit the selected op's fields, or the selected stream's kind and priority."""
 
     def __init__(self, controller: DocumentController, parent: QWidget | None = None):
@@ -161,6 +162,7 @@ class Inspector(DeviceFields, QWidget):
             ("host_memory", "Host memory", Field(self.host_memory)),
             ("is_async", "Mode", Field(self.is_async)),
             *self._build_device_rows(),
+            *self._build_thread_rows(),
         ]
         for key, title, fld in rows:
             self.fields[key] = fld
@@ -208,6 +210,7 @@ class Inspector(DeviceFields, QWidget):
         form.addRow("Priority", self.stream_fields["priority"])
         self.stream_form = form
         self._build_stream_device_row(form)
+        self._build_stream_thread_row(form)
         self.stream_name.editingFinished.connect(self._commit_stream_name)
         self.stream_kind.activated.connect(lambda _i: self._commit_stream_kind())
         self._on_commit(self.priority, self._commit_priority)
@@ -284,9 +287,12 @@ class Inspector(DeviceFields, QWidget):
         self._set_text(self.time, "" if time_value is None else f"{time_value:g}")
         self._set_text(self.flops, "" if op.flops is None else f"{op.flops:g}")
         self._show_device_fields(op, pipeline)
-        self._show_rows(kind, mode, pipeline.is_multi_device)
+        self._show_op_thread(op, pipeline)
+        self._show_rows(kind, mode, pipeline.is_multi_device, bool(pipeline.host_threads))
 
-    def _show_rows(self, kind: str, mode: str, multi_device: bool = False) -> None:
+    def _show_rows(
+        self, kind: str, mode: str, multi_device: bool = False, threads: bool = False
+    ) -> None:
         """Show the rows that the op kind (and a kernel's timing mode) uses, titled for it."""
         optional = kind in OPTIONAL_TIME
         kernel = kind == "kernel"
@@ -302,7 +308,7 @@ class Inspector(DeviceFields, QWidget):
         self.time.setPlaceholderText(
             "empty: from the device's bandwidth" if optional else "microseconds"
         )
-        visible = visible_rows(kind, mode, multi_device)
+        visible = visible_rows(kind, mode, multi_device, threads)
         for key, fld in self.fields.items():
             self.op_form.setRowVisible(fld, key in ("op", "label") or key in visible)
 
@@ -317,6 +323,7 @@ class Inspector(DeviceFields, QWidget):
         for w in (self.stream_name, self.stream_kind, self.priority):
             w.setEnabled(not fixed)
         self._show_stream_device(stream, self.controller.pipeline)
+        self._show_stream_thread(stream, self.controller.pipeline)
 
     # -- committing -----------------------------------------------------------------------
     def _on_commit(self, editor: QLineEdit, commit: Callable[[], None]) -> None:

@@ -43,8 +43,12 @@ OPTIONAL_TIME = frozenset(
 register_layer("inspector", INSPECTOR_FIELDS)
 
 
-def visible_rows(kind: str, timing_mode: str, multi_device: bool) -> set[str]:
-    """The inspector rows shown for an op of ``kind`` (a kernel in ``timing_mode``)."""
+def visible_rows(
+    kind: str, timing_mode: str, multi_device: bool, threads: bool = False
+) -> set[str]:
+    """The inspector rows shown for an op of ``kind`` (a kernel in ``timing_mode``); with
+    ``threads`` (the pipeline declares host threads) every kind shows the thread that issues
+    it."""
     rows = set(INSPECTOR_FIELDS[kind])
     if kind == "kernel":
         if timing_mode == "roofline":
@@ -53,4 +57,6 @@ def visible_rows(kind: str, timing_mode: str, multi_device: bool) -> set[str]:
             rows -= {"flops", "bytes"}
     if not multi_device:
         rows.discard("device")
+    if threads:
+        rows.add("host_thread")
     return rows

@@ -7,7 +7,15 @@ from typing import TYPE_CHECKING
 from PySide6.QtCore import QMimeData, Qt
 from PySide6.QtGui import QGuiApplication, QKeyEvent, QKeySequence
 
-from swimlanes.model.edits import EditError, InsertOps, MoveOps, RemoveOps, new_ops, takes_stream
+from swimlanes.model.edits import (
+    EditError,
+    InsertOps,
+    MoveOps,
+    RemoveOps,
+    issue_on_thread,
+    new_ops,
+    takes_stream,
+)
 from swimlanes.ui.editor import lane_items as li
 from swimlanes.ui.editor.common import OPS_MIME, new_op_refusal, ops_from_json, ops_to_json
 
@@ -24,10 +32,18 @@ class LaneCommands:
     controller: DocumentController
     _lanes: list[str]
 
-    def insert_new_op(self, kind: str, index: int, stream: str, device: str | None = None) -> bool:
+    def insert_new_op(
+        self,
+        kind: str,
+        index: int,
+        stream: str,
+        device: str | None = None,
+        thread: str | None = None,
+    ) -> bool:
         """Insert a new ``kind`` op with default fields at program ``index`` on ``stream``;
-        a host-only op dropped on ``device``'s host thread is issued by that thread, and a
-        collective is inserted once per member device of its communicator."""
+        a host-only op dropped on ``device``'s host thread, or on host thread ``thread``'s lane,
+        is issued by that thread, and a collective is inserted once per member device of its
+        communicator."""
         pipeline = self.controller.pipeline
         reason = new_op_refusal(kind, pipeline)
         if reason:
@@ -41,6 +57,8 @@ class LaneCommands:
         if device is not None and not takes_stream(kind):
             # the first device's host ops name none, as files written by hand do
             ops[0].device = None if device == pipeline.device_names[0] else device
+        if thread is not None and not takes_stream(kind):
+            issue_on_thread(pipeline, ops[0], thread)
         if not self.controller.push(InsertOps(index, ops)):
             return False
         self.controller.set_selection([op.uid for op in ops])

@@ -156,7 +156,8 @@ class PaletteDrops:
         stream = lane if li.is_stream_lane(lane) else DEFAULT_STREAM
         if mime.hasFormat(OP_MIME):
             kind = bytes(mime.data(OP_MIME).data()).decode("ascii", "replace")
-            ok = self.insert_new_op(kind, index, stream, li.lane_device(lane))
+            device, thread = li.lane_owner(self.controller.pipeline, lane)
+            ok = self.insert_new_op(kind, index, stream, device, thread)
         else:
             ok = self.insert_json(bytes(mime.data(OPS_MIME).data()).decode(), index, stream)
         if ok:

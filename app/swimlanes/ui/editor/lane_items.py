@@ -38,6 +38,7 @@ from swimlanes.ui.editor.lane_layout import (  # noqa: E402, F401 - the lanes' g
     is_host_lane,
     is_stream_lane,
     lane_device,
+    lane_owner,
     lane_thread,
     op_lane,
     thread_lane,

@@ -72,6 +72,18 @@ def lane_device(key: str) -> str | None:
     return None
 
 
+def lane_owner(pipeline: Pipeline, key: str) -> tuple[str | None, str | None]:
+    """Whose host work a host lane holds, as (device, thread): a device's host lane in a program
+    of one thread per device gives its device; a thread's lane in a program of several threads
+    gives the thread (a device's own thread is named after it); other lanes give neither."""
+    if not is_host_lane(key):
+        return None, None
+    thread, device = lane_thread(key), lane_device(key)
+    if thread is None and device is not None and pipeline.is_multi_thread:
+        return None, device
+    return device, thread
+
+
 @dataclass
 class LaneLayout:
     """Lane keys top to bottom with their scene y and height, and the stream of each lane."""

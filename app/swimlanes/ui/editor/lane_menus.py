@@ -22,7 +22,8 @@ from swimlanes.model.edits import (
     new_stream_name,
 )
 from swimlanes.ui.editor.common import PALETTE_KINDS
-from swimlanes.ui.editor.lane_layout import is_stream_lane, lane_device
+from swimlanes.ui.editor.lane_layout import is_host_lane, is_stream_lane, lane_device
+from swimlanes.ui.editor.thread_menus import ThreadMenus
 from swimlanes.ui.icons import op_icon
 from swimlanes.ui.style import OP_TITLE
 
@@ -36,8 +37,9 @@ STREAM_KIND_TITLES = {
 }
 
 
-class LaneMenus:
-    """Builds the menus and runs the stream commands for a :class:`LaneEditor`."""
+class LaneMenus(ThreadMenus):
+    """Builds the menus and runs the stream (and host-thread) commands for a
+    :class:`LaneEditor`."""
 
     def __init__(self, view: LaneEditor):
         self.view = view
@@ -176,6 +178,9 @@ class LaneMenus:
         if is_stream_lane(lane) and self.controller.pipeline.is_multi_device:
             device = self.controller.pipeline.stream_device(lane)
         menu.addAction("Add stream", lambda: self.add_stream(device=device))
+        if is_host_lane(lane):
+            home = self.lane_home(lane)
+            menu.addAction("Add host thread\u2026", lambda: self.add_thread(home))
         return menu
 
     def device_menu(self, device: str) -> QMenu:
@@ -187,6 +192,7 @@ class LaneMenus:
             lambda: self.view.set_device_collapsed(device, not collapsed),
         )
         menu.addAction(f"Add stream on {device}", lambda: self.add_stream(device=device))
+        menu.addAction(f"Add host thread on {device}\u2026", lambda: self.add_thread(device))
         return menu
 
 

@@ -507,18 +507,20 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
         index = max(0, min(self.column_at(scene_pos.x()) - offset, last))
         lane = self.lane_at(scene_pos.y())
         stream = lane if li.is_stream_lane(lane) else None
-        # a device's host-thread lane: host calls dropped there move to that device's thread
-        device = li.lane_device(lane) if li.is_host_lane(lane) else None
+        # a host-thread lane: host calls dropped there move to that device's or thread's lane
+        device, thread = li.lane_owner(pipeline, lane)
         first = pipeline.op_index(ordered[0])
         contiguous = pipeline.op_index(ordered[-1]) - first == len(ordered) - 1
         op = pipeline.program[pipeline.op_index(grabbed)]
         same_lane = stream is None or op.op not in STREAM_OPS or op.stream_name == stream
         same_thread = device is None or op.op in STREAM_OPS or pipeline.op_device(op) == device
+        same_thread &= thread is None or pipeline.op_thread(op) == thread
         if contiguous and first == index and same_lane and same_thread:
             return
         if self._gesture is None:
             self._gesture = next(_gestures)
-        self.controller.push(MoveOps(ordered, index, stream, gesture=self._gesture, device=device))
+        move = MoveOps(ordered, index, stream, self._gesture, device=device, thread=thread)
+        self.controller.push(move)
 
     def wheelEvent(self, event: QWheelEvent) -> None:  # noqa: N802 - Qt's name
         """Ctrl+wheel zooms (0.3x to 3x); the wheel alone scrolls."""
@@ -536,8 +538,10 @@ class LaneEditor(LaneCommands, PaletteDrops, QGraphicsView):
         scene_pos = self.mapToScene(event.pos())
         if isinstance(item, li.DeviceHeaderItem):
             menu = self.menus.device_menu(item.device)
+        elif isinstance(item, li.HeaderItem) and li.is_host_lane(item.key):
+            menu = self.menus.thread_menu(item.key)
         elif isinstance(item, li.HeaderItem):
-            menu = self.menus.stream_menu(item.key if li.is_stream_lane(item.key) else "")
+            menu = self.menus.stream_menu(item.key)
         elif isinstance(item, li.BlockItem):
             if item.uid not in self.controller.selection():
                 self.controller.set_selection([item.uid])
