@@ -136,6 +136,16 @@ once.
     one instant's happenings as the fast engine does (its default ``fast_engine_ties``), so
     that devices that do not interact get the fast engine's schedule each.
 
+12. **Several host threads** (``threads.py``, ``system.py``). A program that declares several
+    host threads on a device is simulated by the model of rule 11: each thread issues its own
+    ops (an op's ``host_thread``, else its stream's thread, else its device's first) in
+    program order, all threads starting at t = 0 (calls due at one instant: the first
+    thread's first) and paying rule 1's costs on their own (a call is warm when it repeats its
+    own thread's previous call). A synchronisation blocks only the thread that calls it;
+    ``device_sync`` still waits for all of its device's work, whichever thread issued it. A
+    ``per_thread_default`` stream belongs to one thread, which alone issues on it; it follows
+    rule 3 as any blocking stream does, and the legacy default stream is every thread's.
+
 The known discrepancy with the fast engine (the tests mark it; see docs/simulating.md):
 
 - *Ties at the block scheduler.* The fast engine serves kernels that reach the scheduler at
