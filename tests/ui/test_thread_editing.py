@@ -84,6 +84,7 @@ def test_the_inspector_refuses_another_threads_per_thread_stream_and_says_why(ed
     assert c.pipeline.to_dict() == before and c.undo_stack.count() == 0
     error = insp.fields["host_thread"].error_text()
     assert "per-thread default stream" in error and "'worker' cannot issue on it" in error
+    assert insp.op_thread.currentIndex() == 0  # the field shows what the op still has
 
 
 def test_the_thread_field_shows_only_once_threads_are_declared(qtbot) -> None:

@@ -37,8 +37,14 @@ def _fill_threads(combo: QComboBox, default: str, names: list[str], current: str
         combo.clear()
         for text, data in items:
             combo.addItem(text, data)
-    index = next((i for i, (_, data) in enumerate(items) if data == current), -1)
-    combo.setCurrentIndex(index)
+    _show(combo, current)
+
+
+def _show(combo: QComboBox, current: str | None) -> None:
+    """Show ``current`` (None: the default item) again, as the document still has it."""
+    combo.setCurrentIndex(
+        next((i for i in range(combo.count()) if combo.itemData(i) == current), -1)
+    )
 
 
 def _threads_on(pipeline: Pipeline, device: str) -> list[str]:
@@ -95,7 +101,8 @@ class ThreadFields:
         thread = self.op_thread.currentData()
         if self._loading or op is None or thread == op.host_thread:
             return
-        self._push(self.fields["host_thread"], SetOpHostThread([op.uid], thread))
+        if not self._push(self.fields["host_thread"], SetOpHostThread([op.uid], thread)):
+            _show(self.op_thread, op.host_thread)  # the refusal stays said under the field
 
     # -- a stream's thread ----------------------------------------------------------------
     def _build_stream_thread_row(self, form: QFormLayout) -> None:
@@ -121,4 +128,6 @@ class ThreadFields:
         thread = self.stream_thread.currentData()
         if self._loading or stream is None or thread == stream.host_thread:
             return
-        self._push(self.stream_fields["host_thread"], SetStreamHostThread(stream.name, thread))
+        edit = SetStreamHostThread(stream.name, thread)
+        if not self._push(self.stream_fields["host_thread"], edit):
+            _show(self.stream_thread, stream.host_thread)
