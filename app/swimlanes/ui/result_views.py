@@ -17,6 +17,8 @@ from PySide6.QtCore import Qt, QTimer
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QHBoxLayout, QLabel, QSplitter, QTabWidget, QVBoxLayout, QWidget
 
+from swimlanes.ui.window_layout import CHARTS_ESTIMATE_PX
+
 #: What the Schedule dock shows until the charts exist.
 PLACEHOLDER_TEXT = "Loading the charts..."
 #: Actions that never need the result views or a document: usable from the first paint.
@@ -61,6 +63,9 @@ def schedule_placeholder() -> QLabel:
     label.setObjectName("schedule_placeholder")
     label.setAlignment(Qt.AlignmentFlag.AlignCenter)
     label.setEnabled(False)  # drawn in the palette's disabled (grey) text colour
+    # The first frame is painted before the window's first-start layout runs: holding the
+    # charts' height here keeps the dock from jumping from a sliver to its size.
+    label.setMinimumHeight(CHARTS_ESTIMATE_PX)
     return label
 
 
