@@ -26,7 +26,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from measurements import load_fidelity_data  # noqa: E402
+from measurements import load_fidelity_data, preset_as_calibrated_now  # noqa: E402
 
 from swimlanes.engine.bands import simulate_band  # noqa: E402
 from swimlanes.engine.presets import DevicePreset  # noqa: E402
@@ -38,8 +38,9 @@ _LOW_SHARES = np.linspace(0.0, 1.0, 11)
 def bands_of(data_dir: str, samples: int, seed: int) -> tuple[DevicePreset, dict[str, np.ndarray]]:
     """Per split: measured span, band p10 and p90 (no model error), as float arrays."""
     data = load_fidelity_data(data_dir)
-    spread = {k: v for k, v in data.preset.spread.items() if not k.startswith("model_error")}
-    preset = DevicePreset.from_dict({**data.preset.to_dict(), "spread": spread})
+    base = preset_as_calibrated_now(data)  # as report.py simulates it
+    spread = {k: v for k, v in base.spread.items() if not k.startswith("model_error")}
+    preset = DevicePreset.from_dict({**base.to_dict(), "spread": spread})
     rows: dict[str, list[tuple[int, int, int]]] = {"train": [], "held_out": []}
     for run in data.runs:
         if run.timeline.meta.get("cupti_unmatched"):  # CUPTI missed ops: no device span

@@ -21,6 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generate import split  # noqa: E402
 
+from swimlanes.engine.bands import FITTED_MODEL_ERROR  # noqa: E402
 from swimlanes.engine.preset_model import FITTED_ROOFLINE  # noqa: E402
 from swimlanes.engine.presets import DevicePreset  # noqa: E402
 from swimlanes.gpu.calibration_programs import copy_order_of  # noqa: E402
@@ -93,9 +94,10 @@ def load_fidelity_data(path: str | Path) -> FidelityData:
 def preset_as_calibrated_now(data: FidelityData) -> DevicePreset:
     """The stored preset with the choices that calibrate makes from its raw record made again
     by today's rules (the copy engine's order) and the fitted figures it writes today (the
-    streaming kernel's, ``FITTED_ROOFLINE``), so that a measurement taken before a rule
+    streaming kernel's, ``FITTED_ROOFLINE``, and the bands' model error), so that a measurement taken before a rule
     changed is judged as a calibration made today would be."""
-    preset = replace(data.preset, **FITTED_ROOFLINE)
+    spread = {**data.preset.spread, **FITTED_MODEL_ERROR} if data.preset.spread else {}
+    preset = replace(data.preset, spread=spread, **FITTED_ROOFLINE)
     probe = data.raw.get("copy_order")
     if not isinstance(probe, dict):
         return preset
