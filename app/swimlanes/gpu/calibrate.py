@@ -52,9 +52,9 @@ from swimlanes.model.validate import pipeline_from_dict
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
-#: Host work after each host function of the latency probe: long enough that the callback
-#: starts while the host thread is busy, as it is in a pipeline, not waiting in a sync.
-HOST_FUNC_PROBE_BUSY_US = 400.0
+#: Cheap calls the host thread makes after each host function of the latency probe (about
+#: 4 us each): the callback becomes due while the host is making calls, as in a pipeline.
+HOST_FUNC_PROBE_CALLS = 40
 FULL_SIZES = [KB * 4**i for i in range(11)]  # 1 KB .. 1 GB
 QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
 REFERENCE_SIZE = 256 * MB
@@ -268,35 +268,39 @@ class _Calibration:
 
     def host_func_latency(self) -> dict[str, float]:
         """How long after the kernel before it ends a host function starts (its callback
-        thread wakes), while the host thread goes on with its own work as a pipeline's does.
-        With the host thread already waiting in a stream sync the callback starts much sooner
-        (34 us against about 160 us in random pipelines on an H200 host, 2026-11-24): that
-        figure is kept raw (``host_func_latency_waiting_us``) but is not what pipelines see."""
+        thread wakes), while the host thread goes on making calls, as a pipeline's does.
+        On H100 and H200 hosts (2026-11-25) this measured 42 to 50 us; with the host thread
+        waiting in a stream sync 30 to 36 us, and with it busy outside the driver for 400 us
+        the callback started only after that (365 to 384 us). Both stay in the raw record
+        (``host_func_latency_waiting_us``, ``host_func_latency_busy_us``). Random pipelines
+        showed 119 to 164 us (median): none of the three probes explains that yet."""
         k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 50}
-        busy = {"op": "host", "duration_us": HOST_FUNC_PROBE_BUSY_US}
+        calls = [{"op": "event_record", "stream": "t", "event": "c"}] * HOST_FUNC_PROBE_CALLS
+        rounds = {
+            "calling": [{"op": "host_func", "stream": "s", "duration_us": 1}, *calls],
+            "waiting": [{"op": "host_func", "stream": "s", "duration_us": 1}],
+            "busy": [
+                {"op": "host_func", "stream": "s", "duration_us": 1},
+                {"op": "host", "duration_us": 400.0},
+            ],
+        }
         program: list[dict] = []
-        for _ in range(ISSUE_SAMPLES // 2):
-            program += [dict(k), {"op": "host_func", "stream": "s", "duration_us": 1}]
-            program += [dict(busy), {"op": "stream_sync", "stream": "s"}]
-        for _ in range(ISSUE_SAMPLES // 4):
-            program += [dict(k), {"op": "host_func", "stream": "s", "duration_us": 1}]
-            program.append({"op": "stream_sync", "stream": "s"})
-        tl = self.measure("host function latency", [{"name": "s"}], program)
-        busy_ops = 4 * (ISSUE_SAMPLES // 2)
-        gaps = [
-            (int(tl.start[r + 1]) - int(tl.end[r])) / 1000.0
-            for r in range(0, busy_ops, 4)
-            if tl.start[r + 1] >= 0 and tl.end[r] >= 0
-        ]
-        waiting = [
-            (int(tl.start[r + 1]) - int(tl.end[r])) / 1000.0
-            for r in range(busy_ops, len(program), 3)
-            if tl.start[r + 1] >= 0 and tl.end[r] >= 0
-        ]
-        lag = round(float(np.median(gaps)), 3)
-        self.raw["host_func_latency_us"] = lag
-        self.raw["host_func_latency_waiting_us"] = round(float(np.median(waiting)), 3)
-        return {"host_func_latency_us": max(0.0, lag)}
+        where: dict[str, list[int]] = {name: [] for name in rounds}
+        for name, after in rounds.items():
+            for _ in range(ISSUE_SAMPLES // 4):
+                where[name].append(len(program))
+                program += [dict(k), *[dict(o) for o in after]]
+                program.append({"op": "stream_sync", "stream": "s"})
+        streams = [{"name": "s"}, {"name": "t", "kind": "non_blocking"}]
+        tl = self.measure("host function latency", streams, program)
+        lags = {
+            name: round(float(np.median([_gap_after(tl, r) for r in rows])), 3)
+            for name, rows in where.items()
+        }
+        self.raw["host_func_latency_us"] = lags["calling"]
+        self.raw["host_func_latency_waiting_us"] = lags["waiting"]
+        self.raw["host_func_latency_busy_us"] = lags["busy"]
+        return {"host_func_latency_us": max(0.0, lags["calling"])}
 
     def sync_return(self) -> dict[str, float]:
         """How long after the device finishes a blocking call returns to the host."""
@@ -591,6 +595,12 @@ def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str)
         **{f"{key}_gbps": _gbps_at(table[key], ref) for key in table if key in _RATE_KINDS},
     )
     return DevicePreset.from_dict(fields).to_dict()  # validates every figure
+
+
+def _gap_after(tl: Timeline, row: int) -> float:
+    """Microseconds from the end of op ``row`` to the start of op ``row + 1``."""
+    _dur(tl, row), _dur(tl, row + 1)  # both measured, or a clear error
+    return (int(tl.start[row + 1]) - int(tl.end[row])) / 1000.0
 
 
 def _priority_range(be: CudaBackend) -> tuple[int, int]:
