@@ -24,6 +24,7 @@ from swimlanes.model.io import load_pipeline
 from swimlanes.model.validate import PipelineError
 from swimlanes.resources import pipeline_argument
 from swimlanes.services.errors import CommandError
+from swimlanes.services.json_text import json_text
 from swimlanes.services.measuring import measure
 from swimlanes.services.simulation import format_table, simulation_json
 from swimlanes.timeline.formats.io import save_run
@@ -88,7 +89,7 @@ def _run_one(args: argparse.Namespace, file: str, output: str | None) -> int:
         if len(args.file) > 1:  # one JSON object per line, each naming its file
             print(json.dumps({"file": file, **out}))
         else:
-            print(json.dumps(out, indent=2))
+            print(json_text(out))
     else:
         table = format_table(pipeline, timeline, compute_metrics(timeline))
         print(table.replace(": simulated on ", ": measured on ", 1))

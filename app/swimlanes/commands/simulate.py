@@ -4,7 +4,6 @@ the simulated timeline as a table (``--band``: and its prediction band)."""
 from __future__ import annotations
 
 import argparse
-import json
 import textwrap
 from typing import Any
 
@@ -14,6 +13,7 @@ from swimlanes.engine.bands import Band
 from swimlanes.model.document import Pipeline
 from swimlanes.services.band_output import add_op_bands, band_json, band_line, compute_band
 from swimlanes.services.devices import device_choice
+from swimlanes.services.json_text import json_text
 from swimlanes.services.simulation import format_table, simulate_file, simulation_json
 from swimlanes.timeline.metrics import compute_metrics
 from swimlanes.timeline.timeline import Timeline
@@ -46,7 +46,7 @@ def run(args: argparse.Namespace) -> int:
             _add_band_json(out, timeline, band)
         if insights is not None:
             out["insights"] = [ins.to_json() for ins in insights]
-        print(json.dumps(out, indent=2))
+        print(json_text(out))
     else:
         print(format_table(pipeline, timeline, m))
         if band is not None:
