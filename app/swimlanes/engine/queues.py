@@ -175,6 +175,7 @@ class QueueDrain(RunState):
         at once is examined here and now (``examine``), which is what the drain at the end of
         this step would do first. A closure: it runs once per op."""
         lat, origin, todo = self.dep_latency, self.origin, self.todo
+        assert lat is not None  # the simulator asks for this only when there are latencies
         queue_head, queue_len, deps_of, ready_at, prev = (
             self.queue_head, self.queue_len, self.deps_of, self.ready_at, self.prev_in_stream
         )  # fmt: skip

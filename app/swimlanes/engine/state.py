@@ -374,7 +374,7 @@ class RunState:
             if h == ENQ_WAIT:
                 wait = [i]
             elif h == ENQ_STAGE:
-                busy = plan.stage[i]
+                busy = plan.stage[i] or 0  # set for every pageable H2D (plan_ops)
                 chunk = self.h2d_chunk
                 if chunk:  # the DMA waits for the first chunk to be staged
                     n = int(plan.arrays["nbytes"][i])
@@ -405,6 +405,7 @@ class RunState:
     def check_host(self, t: int) -> None:
         done = self.done
         wait = self.host_wait
+        assert wait is not None  # called only while the host thread waits
         for x in wait:
             if done[x] < 0:
                 w = self.waiters[x]
@@ -419,8 +420,9 @@ class RunState:
         # call ended: t is at least that).
         lag = self.sync_return[self.plan.host[self.host_i]]
         stage = self.plan.stage
-        if stage and stage[self.host_i] is not None:  # a pageable D2H's last copy-out
-            lag += stage[self.host_i]
+        copy_out = stage[self.host_i] if stage else None
+        if copy_out is not None:  # a pageable D2H's last copy-out
+            lag += copy_out
         self.host_return(max(t, done[last] + lag) if lag else t, last)
 
     def host_return(self, t: int, released_by: int) -> None:

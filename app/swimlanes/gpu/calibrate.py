@@ -276,7 +276,7 @@ class _Calibration:
         showed 119 to 164 us (median): none of the three probes explains that yet."""
         k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 50}
         calls = [{"op": "event_record", "stream": "t", "event": "c"}] * HOST_FUNC_PROBE_CALLS
-        rounds = {
+        rounds: dict[str, list[dict[str, Any]]] = {
             "calling": [{"op": "host_func", "stream": "s", "duration_us": 1}, *calls],
             "waiting": [{"op": "host_func", "stream": "s", "duration_us": 1}],
             "busy": [
