@@ -31,12 +31,12 @@ from swimlanes.timeline.timeline import Timeline
 from swimlanes.ui.gantt.bars import (
     BarStyle,
     draw_bars,
-    draw_occupancy,
     group_bars,
     legend_entries,
     op_label_getter,
 )
 from swimlanes.ui.gantt.device_items import draw_connectors
+from swimlanes.ui.gantt.occupancy import draw_occupancy
 from swimlanes.ui.gantt.rows import (
     ChartRows,
     build_rows,

@@ -29,7 +29,6 @@ from swimlanes.ui.gantt.rows import (
     SHADE_LEVELS,
     BarLod,
     ChartRows,
-    OccupancyTrack,
     label_colour_codes,
     label_spans,
 )
@@ -566,96 +565,4 @@ class GanttBarsItem(pg.GraphicsObject):
             painter, self.rows, self._flags, vis, x_map, y_map, QPen(QColor(FLAG_COLOUR), 2), True
         )
         draw_marks(painter, self.rows, self._highlight, vis, x_map, y_map, self.highlight_pen)
-        painter.restore()
-
-
-def draw_occupancy(
-    painter: QPainter,
-    rows: ChartRows,
-    view: tuple[float, float],
-    x_map: tuple[float, float],
-    y_map: tuple[float, float],
-    colour: QColor,
-) -> None:
-    """SM occupancy as a filled step area in each compute row (pixel-binned when dense)."""
-    for track in rows.occupancy:
-        _draw_track(painter, track, view, x_map, y_map, colour)
-
-
-def _draw_track(
-    painter: QPainter,
-    track: OccupancyTrack,
-    view: tuple[float, float],
-    x_map: tuple[float, float],
-    y_map: tuple[float, float],
-    colour: QColor,
-) -> None:
-    if len(track.x) < 1:
-        return
-    sx, dx = x_map
-    sy, dy = y_map
-    x, f = track.x, track.frac
-    lo = max(int(np.searchsorted(x, view[0], "right")) - 1, 0)
-    hi = min(int(np.searchsorted(x, view[1], "right")) + 1, len(x))
-    px, val = x[lo:hi] * sx + dx, f[lo:hi]
-    if len(px) > 2 * max(abs(sx * (view[1] - view[0])), 1):
-        # dense: keep each pixel column's peak so short bursts stay visible
-        col = np.floor(px).astype(np.int64)
-        starts = np.flatnonzero(np.concatenate(([True], col[1:] != col[:-1])))
-        px = col[starts].astype(np.float64)
-        val = np.maximum.reduceat(val, starts)
-    base = (track.row + BAR_TOP + BAR_HEIGHT) * sy + dy
-    full = (track.row + BAR_TOP) * sy + dy
-    level = base + (full - base) * val
-    # a step: each value holds until the next time
-    xs = np.repeat(px, 2)[1:]
-    ys = np.repeat(level, 2)[:-1]
-    xs = np.concatenate(([px[0]], xs, [xs[-1]]))
-    ys = np.concatenate(([base], ys, [base]))
-    polygon = pg.functions.arrayToQPolygonF(xs, ys)
-    fill = QColor(colour)
-    fill.setAlpha(200)
-    painter.setBrush(fill)
-    painter.setPen(QPen(colour.darker(130), 1))
-    painter.drawPolygon(polygon)
-
-
-class OccupancyItem(pg.GraphicsObject):
-    """The "Compute (SMs)" rows (one per device): SM occupancy over time as a step area."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.rows: ChartRows | None = None
-        self.colour = QColor(CATEGORY_COLOUR["Kernel"])
-        self._bounds = QRectF()
-
-    def set_rows(self, rows: ChartRows | None) -> None:
-        self.prepareGeometryChange()
-        self.rows = rows
-        self._bounds = QRectF()
-        for track in rows.occupancy if rows is not None else []:
-            if len(track.x):
-                x0, x1 = float(track.x[0]), float(track.x[-1])
-                self._bounds |= QRectF(x0, track.row, max(x1 - x0, 1e-3), 1.0)
-        self.update()
-
-    def boundingRect(self) -> QRectF:  # noqa: N802 - Qt override
-        return self._bounds
-
-    def paint(self, painter: QPainter, option, widget=None) -> None:  # noqa: ANN001
-        view = self.viewRect()
-        if self.rows is None or view is None:
-            return
-        t = painter.transform()
-        painter.save()
-        painter.resetTransform()
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing, False)
-        draw_occupancy(
-            painter,
-            self.rows,
-            (view.left(), view.right()),
-            (t.m11(), t.m31()),
-            (t.m22(), t.m32()),
-            self.colour,
-        )
         painter.restore()

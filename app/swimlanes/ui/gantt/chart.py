@@ -19,7 +19,7 @@ from PySide6.QtWidgets import QToolTip, QVBoxLayout, QWidget
 
 from swimlanes.timeline.timeline import DEP_KINDS, Timeline
 from swimlanes.ui.gantt.axes import GROUP_GUTTER_PX, RowAxisItem, TimeAxisItem
-from swimlanes.ui.gantt.bars import GanttBarsItem, OccupancyItem, legend_entries
+from swimlanes.ui.gantt.bars import GanttBarsItem, legend_entries
 from swimlanes.ui.gantt.decorations import (
     DEP_STYLE,
     DEP_TITLE,
@@ -29,6 +29,7 @@ from swimlanes.ui.gantt.decorations import (
 )
 from swimlanes.ui.gantt.device_items import COLLECTIVE_LEGEND, CollectiveLinksItem
 from swimlanes.ui.gantt.matches import SearchMarksItem
+from swimlanes.ui.gantt.occupancy import OccupancyItem
 from swimlanes.ui.gantt.range_panel import LIVE_LIMIT, RangeStatsPanel
 from swimlanes.ui.gantt.row_controls import RowGroupsMixin
 from swimlanes.ui.gantt.row_keys import is_compute_row, is_host_row

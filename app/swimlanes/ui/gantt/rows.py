@@ -98,6 +98,8 @@ class OccupancyTrack:
     capacity: int
     #: Whether it counts SMs (False: concurrent kernels, when the timeline has no samples).
     sms: bool = True
+    #: Its peak table for zoomed-out views (occupancy.StepPeaks), made on first use.
+    peaks: Any = field(default=None, compare=False, repr=False)
 
 
 @dataclass
