@@ -222,13 +222,7 @@ def import_cycles(imports: list[Import]) -> list[list[str]]:
 #: Import cycles that exist today, each with the change that removes it. Any other cycle fails
 #: the test, and so does an entry whose cycle is gone (delete the entry then): the list only
 #: shrinks.
-KNOWN_CYCLES: dict[frozenset[str], str] = {
-    frozenset({"swimlanes.engine.plan", "swimlanes.engine.plan_columns"}): (
-        "plan.plan_ops imports plan_columns.shape_columns and within_limits inside functions while "
-        "plan_columns imports plan's op codes, columns and limits: move those into a module "
-        "both import"
-    ),
-}
+KNOWN_CYCLES: dict[frozenset[str], str] = {}
 
 
 def test_no_import_cycles() -> None:

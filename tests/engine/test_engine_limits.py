@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from swimlanes.engine import DevicePreset, get_preset, load_preset, simulate
-from swimlanes.engine import plan as plan_module
+from swimlanes.engine import plan_model
 from swimlanes.engine.simulator import SimulationRangeError
 from swimlanes.model.document import MAX_DURATION_US, Op, Pipeline, Stream
 from swimlanes.model.validate import validate
@@ -51,8 +51,8 @@ def test_ops_at_the_limit_give_the_right_answer() -> None:
 def test_the_clock_is_guarded_past_the_plan(monkeypatch: pytest.MonkeyPatch) -> None:
     """With the plan's checks lifted, times past 2**62 ns are still refused (the loop's last
     line of defence), never answered wrongly or reported as a stall."""
-    monkeypatch.setattr(plan_module, "MAX_OP_NS", 1 << 63)
-    monkeypatch.setattr(plan_module, "MAX_TOTAL_NS", 1 << 64)
+    monkeypatch.setattr(plan_model, "MAX_OP_NS", 1 << 63)
+    monkeypatch.setattr(plan_model, "MAX_TOTAL_NS", 1 << 64)
     host = [Op("host", duration_us=3e15), Op("host", duration_us=3e15)]
     for pipeline in (_kernels(3e15, 3e15), Pipeline("h", [], [*host, Op("host", duration_us=1)])):
         with pytest.raises(SimulationRangeError, match="clock range"):
@@ -62,7 +62,7 @@ def test_the_clock_is_guarded_past_the_plan(monkeypatch: pytest.MonkeyPatch) -> 
 
 
 def test_the_whole_program_is_bounded(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(plan_module, "MAX_TOTAL_NS", 10**13)
+    monkeypatch.setattr(plan_model, "MAX_TOTAL_NS", 10**13)
     with pytest.raises(
         ValueError,
         match=r"^program: its ops one after another take 2.001e\+10 us .* \(0.000317 years\)",

@@ -6,132 +6,61 @@ behaviour, alone-on-the-GPU time) so that the event loop touches no ``Op`` objec
 
 from __future__ import annotations
 
-import math
 import operator
 from collections import defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass, field
 
 import numpy as np
 
-from swimlanes.engine.blocks import residency, waves
+from swimlanes.engine import plan_model as _model  # its limits: read when used (tests change them)
+from swimlanes.engine.plan_columns import shape_columns, within_limits
+from swimlanes.engine.plan_model import (
+    BARRIER,
+    BUSY,
+    COLUMNS,
+    ENQ,
+    ENQ_BARRIER,
+    ENQ_STAGE,
+    ENQ_WAIT,
+    ENQUEUED,
+    MAX_OP_NS,
+    RUN_CALLBACK,
+    RUN_COPY,
+    RUN_INSTANT,
+    RUN_KERNEL,
+    RUN_SM,
+    STREAM_BLOCKING,
+    STREAM_LEGACY,
+    STREAM_NON_BLOCKING,
+    WAIT_ALL,
+    WAIT_EVENT,
+    WAIT_STREAM,
+    K,
+    Plan,
+    Shapes,
+    run_of,
+)
+from swimlanes.engine.plan_shape import new_shape
 from swimlanes.engine.presets import DevicePreset
-from swimlanes.model.document import (
-    DEFAULT_STREAM,
-    MAX_BLOCKS_PER_SM,
-    MAX_DURATION_US,
-    OP_KINDS,
-    Op,
-    Pipeline,
-)
+from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline
 
-K = {name: code for code, name in enumerate(OP_KINDS)}
+# The op codes, columns and Plan live in plan_model (plan_columns and plan_shape build on them
+# too); the simulator and the run state import them from here. MAX_OP_NS is a copy for
+# importers that read it once: the planner reads the limits from plan_model when used.
+__all__ = [
+    "BARRIER", "BUSY", "COLUMNS", "ENQ", "ENQ_BARRIER", "ENQ_STAGE", "ENQ_WAIT", "ENQUEUED",
+    "MAX_OP_NS", "RUN_CALLBACK", "RUN_COPY", "RUN_INSTANT", "RUN_KERNEL", "RUN_SM",
+    "STREAM_BLOCKING", "STREAM_LEGACY", "STREAM_NON_BLOCKING", "WAIT_ALL", "WAIT_EVENT",
+    "WAIT_STREAM", "K", "Plan", "Shapes", "chain_links", "plan_ops", "run_of",
+]  # fmt: skip
+
 _CALL_US = operator.attrgetter("call_us")
-#: Op kinds that are enqueued on a stream (stream_sync only waits on the host).
-ENQUEUED = frozenset(
-    K[k]
-    for k in ("h2d", "d2h", "d2d", "memset", "kernel", "event_record", "event_wait", "host_func")
-)
-
-# What the host thread does for each op (see simulator docstring).
-ENQ = 0  # enqueue, return at once
-ENQ_WAIT = 1  # enqueue, return when the op is done (sync copy, D2H to pageable memory)
-ENQ_STAGE = 2  # enqueue, return once the data is staged (H2D from pageable memory)
-ENQ_BARRIER = 3  # enqueue as a device-wide implicit synchronisation (sync memset)
-WAIT_STREAM = 4
-WAIT_EVENT = 5
-WAIT_ALL = 6  # device_sync, free
-BUSY = 7  # host work
-BARRIER = 8  # malloc: device-wide implicit synchronisation, host does not wait
-
-#: The per-op int columns of a Plan, in the order of a shape's row tuple.
-COLUMNS = ("kind", "stream", "run", "queue", "cost", "host", "solo", "nbytes")
-#: Those the Timeline (and the simulator's queue set-up) need, in these dtypes.
+#: The per-op int columns of a Plan that the Timeline (and the simulator's queue set-up) need,
+#: in these dtypes.
 _TIMELINE_DTYPES = {
     "kind": np.int8, "stream": np.int16, "run": np.int8, "solo": np.int64, "nbytes": np.int64,
     "queue": np.int32,
 }  # fmt: skip
-
-# Where an enqueued op runs.
-RUN_COPY, RUN_SM, RUN_KERNEL, RUN_INSTANT, RUN_CALLBACK = range(5)
-
-STREAM_LEGACY, STREAM_BLOCKING, STREAM_NON_BLOCKING = range(3)
-
-# -- What one simulation may take ----------------------------------------------------------
-# The validator bounds each value of a pipeline (swimlanes.model.document's limits); these
-# bound what a device preset makes of them, so that every simulation ends, soon, with a
-# correct answer or a ValueError naming the op and the limit (never an overflow).
-#: The longest time one op may take on the device, in ns (times the preset derives from
-#: bytes, FLOPs or block time included): the validator's MAX_DURATION_US.
-MAX_OP_NS = round(MAX_DURATION_US * 1000.0)
-#: The program's ops one after another (each with its host call, latencies and copies at
-#: their slowest) must take less than this, a quarter of the simulator's clock range (it uses
-#: 2**62 ns as "never"): every time of the simulation then fits, whatever overlaps.
-MAX_TOTAL_NS = 1 << 60
-#: Waves of thread blocks of all kernels together (kernels alone on the device: a kernel of B
-#: blocks with R resident per SM on S SMs takes ceil(B / (S * R)) waves). The block scheduler
-#: handles one event per wave, about 2 us each on the 2-core machine of README's figures, so
-#: this bounds that work to about 2 s however many blocks a kernel has (the validator allows
-#: CUDA's 2**31 - 1 per kernel: 8 million waves of 1024-thread blocks on an H200).
-MAX_BLOCK_WAVES = 1 << 20
-#: Ops on the legacy default stream, device-wide synchronisations (device_sync, free) and
-#: implicit ones (malloc, synchronous memset) each look at every stream: at most this many
-#: such looks (about 0.15 us each; 16,384 such ops with 1,024 streams, any number with 8).
-MAX_STREAM_CHECKS = 1 << 24
-
-
-class _TooLong(Exception):
-    """An op whose time on the device is past MAX_OP_NS (or not a number at all)."""
-
-
-@dataclass
-class Plan:
-    """Flat per-op lists; index == program index."""
-
-    stream_names: list[str]
-    stream_class: list[int]
-    priority: list[int]
-    queue_of_stream: list[int]
-    queue_count: int
-    shared_queues: bool = False  # some hardware queue carries more than one stream
-    kind: list[int] = field(default_factory=list)
-    queue: list[int] = field(default_factory=list)  # hardware queue of enqueued ops, else -1
-    run: list[int] = field(default_factory=list)  # RUN_* for enqueued ops, -1 for host-only
-    stream: list[int] = field(default_factory=list)
-    host: list[int] = field(default_factory=list)
-    cost: list[int] = field(default_factory=list)
-    solo: list[int] = field(default_factory=list)
-    stage: list[int | None] = field(default_factory=list)  # host staging ns of pageable H2D
-    kernel: list[tuple[int, int, int, float] | None] = field(default_factory=list)
-    event: list[str | None] = field(default_factory=list)  # event name of each op
-    labels: list[str] = field(default_factory=list)
-    nbytes: list[int] = field(default_factory=list)  # left empty: see arrays["nbytes"]
-    #: Some of the int columns above as arrays, for the Timeline (see _TIMELINE_DTYPES).
-    arrays: dict[str, np.ndarray] = field(default_factory=dict)
-
-
-@dataclass
-class Shapes:
-    """The op shapes of a program, by shape number: each of COLUMNS as an int64 array, and
-    ``extras``, each shape's kernel shape (kernels) or staging ns (or None)."""
-
-    columns: dict[str, np.ndarray]
-    extras: list[tuple | int | None]
-
-    @classmethod
-    def from_rows(cls, shapes: list[tuple[tuple, tuple | int | None]]) -> Shapes:
-        """From _new_shape's ``(row, extra)`` per shape."""
-        rows, extras = zip(*shapes, strict=True)
-        values = zip(*rows, strict=True)
-        columns = {
-            name: np.array(v, dtype=np.int64) for name, v in zip(COLUMNS, values, strict=True)
-        }
-        return cls(columns, list(extras))
-
-    def rows(self) -> list[tuple[tuple, tuple | int | None]]:
-        """``(row, extra)`` per shape, as _new_shape gives them."""
-        values = [self.columns[name].tolist() for name in COLUMNS]
-        return list(zip(zip(*values, strict=True), self.extras, strict=True))
+_KERNEL = K["kernel"]
 
 
 def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
@@ -174,9 +103,9 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
 
     Each op shape is worked out once and its row tuple is shared by all ops of that shape:
     all shapes at once by engine.plan_columns (captured programs give almost every op a shape
-    of its own), or, when that refuses a value, one by one in program order by _new_shape, so
-    that the first bad op is the one named. The per-op passes are comprehensions and C-level
-    maps, much faster than one loop with appends.
+    of its own), or, when that refuses a value, one by one in program order by
+    engine.plan_shape, so that the first bad op is the one named. The per-op passes are
+    comprehensions and C-level maps, much faster than one loop with appends.
     """
     plan = _stream_tables(pipeline, preset)
     program = pipeline.program
@@ -208,8 +137,6 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     # Each shape's first op (shapes are numbered in program order of their first op).
     first = np.unique(shape_of_op, return_index=True)[1].tolist()
     # All shapes at once, column by column; one by one (naming the first bad op) if refused.
-    from swimlanes.engine.plan_columns import shape_columns  # (it builds on this module)
-
     # The keys alone from here (their table is the biggest transient of planning; the keys,
     # one tuple per shape, go once the repeat costs are known).
     keys = list(shape_ids)
@@ -217,7 +144,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     shapes = shape_columns(keys, first, program, preset, plan, stream_index, costs)
     if shapes is None:
         shapes = Shapes.from_rows(
-            [_new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
+            [new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
         )
     _check_work(shapes, shape_of_op, first, plan, preset)
     repeat_costs = _repeat_costs(keys, shape_of_op, shapes, preset, gap)
@@ -294,7 +221,7 @@ def _shared_ints(values: np.ndarray) -> list[int]:
 
 def _blocks_per_sm_key(extra: dict) -> object:
     """An op's ``blocks_per_sm`` as part of its shape's key (hashable even when it is not an
-    integer: _new_shape then refuses it, naming the op)."""
+    integer: new_shape then refuses it, naming the op)."""
     value = extra.get("blocks_per_sm")
     return value if value is None or type(value) is int else repr(value)
 
@@ -310,8 +237,6 @@ def _check_work(
     simulator too long (MAX_BLOCK_WAVES, MAX_STREAM_CHECKS) or whose times would not fit its
     clock (MAX_TOTAL_NS); worked out per shape, times how often each shape occurs (first
     in bulk, and shape by shape only when that comes near a limit, to name it exactly)."""
-    from swimlanes.engine.plan_columns import within_limits  # (it builds on this module)
-
     count_array = np.bincount(shape_of_op, minlength=len(shapes.extras))
     count = count_array.tolist()
     # A bound on the slack one op may add beyond its host call and its time alone: launch
@@ -349,164 +274,37 @@ def _check_work(
         legacy = run >= 0 and s >= 0 and plan.stream_class[s] == STREAM_LEGACY
         if legacy or host in (BARRIER, ENQ_BARRIER, WAIT_ALL):
             checks += c * n_streams
-    if total_waves > MAX_BLOCK_WAVES:
+    max_waves, max_checks, max_total = (
+        _model.MAX_BLOCK_WAVES, _model.MAX_STREAM_CHECKS, _model.MAX_TOTAL_NS
+    )  # fmt: skip
+    if total_waves > max_waves:
         n = most[1]
         i = first[n]
         these = "this kernel" if count[n] == 1 else f"the {count[n]} kernels like this one"
         raise ValueError(
             f"program[{i}].blocks: the kernels need {total_waves} waves of thread blocks on "
             f"{preset.name} ({most[0]} of them for {these}): the simulator takes at most "
-            f"{MAX_BLOCK_WAVES} in one pipeline (fewer blocks, or smaller blocks, so that more "
+            f"{max_waves} in one pipeline (fewer blocks, or smaller blocks, so that more "
             "run at once)"
         )
-    if checks > MAX_STREAM_CHECKS:
+    if checks > max_checks:
         raise ValueError(
             f"program: {checks // max(1, n_streams)} ops on the legacy default stream or "
             f"synchronising the whole device, each checking all {n_streams} streams: the "
-            f"simulator takes at most {MAX_STREAM_CHECKS} such checks in one pipeline (fewer "
+            f"simulator takes at most {max_checks} such checks in one pipeline (fewer "
             "streams, or fewer such ops)"
         )
-    if total_ns > MAX_TOTAL_NS:
+    if total_ns > max_total:
         raise ValueError(
             f"program: its ops one after another take {total_ns / 1000.0:.4g} us on "
-            f"{preset.name}, past the simulator's clock of {MAX_TOTAL_NS / 1000.0:.4g} us "
-            f"({MAX_TOTAL_NS / 3.15576e16:.3g} years)"
+            f"{preset.name}, past the simulator's clock of {max_total / 1000.0:.4g} us "
+            f"({max_total / 3.15576e16:.3g} years)"
         )
 
 
 def _default_label(op: Op, defaults: defaultdict[str, dict[str | None, str]]) -> str:
     label = defaults[op.op][op.event] = op.display_label
     return label
-
-
-def _new_shape(
-    i: int, op: Op, preset: DevicePreset, plan: Plan, stream_index: dict, costs: dict
-) -> tuple[tuple, tuple | int | None]:
-    """The row of op ``i``, the first of its shape, and its kernel shape or staging ns."""
-    name = op.op
-    k = K.get(name)
-    if k is None:
-        raise ValueError(f"program[{i}].op: unknown op {name!r}")
-    s = stream_index.get(op.stream_name, -2)
-    if s == -2:
-        raise ValueError(f"program[{i}].stream: names no declared stream ({op.stream!r})")
-    run = _RUN[k]
-    if run < 0:
-        q = -1
-    elif preset.hardware_queues == "fermi":
-        # Queue 0 is the compute queue, then the copy queues (one if the engine is shared).
-        q = {_H2D: 1, _D2H: 1 if preset.shared_copy_engine else 2}.get(k, 0)
-    elif preset.copy_queue_per_stream and k in (_H2D, _D2H):
-        q = plan.queue_count - len(plan.stream_names) + s
-    else:
-        q = plan.queue_of_stream[s]
-    override = op.extra.get("blocks_per_sm") if op.extra else None
-    if override is not None and (
-        isinstance(override, bool)
-        or not isinstance(override, int)
-        or not 1 <= override <= MAX_BLOCKS_PER_SM
-    ):
-        raise ValueError(
-            f"program[{i}].blocks_per_sm: must be an integer from 1 to {MAX_BLOCKS_PER_SM}"
-        )
-    try:
-        host, solo, extra = _shape(op, preset)
-    except _TooLong as err:
-        raise ValueError(
-            f"program[{i}]: this {name} takes {err} on {preset.name}: the simulator takes at "
-            f"most {MAX_DURATION_US:g} us per op"
-        ) from None
-    return (k, s, run, q, costs[name], host, solo, op.bytes or 0), extra
-
-
-def _ns(value: float) -> int:
-    """A time in ns rounded, or _TooLong if it is past MAX_OP_NS (or infinite, or NaN)."""
-    if not value <= MAX_OP_NS:  # (NaN compares false)
-        raise _TooLong(f"{value / 1000.0:.4g} us" if math.isfinite(value) else "forever")
-    return round(value)
-
-
-def _preset_ns(compute: Callable[..., float], *args: object) -> int:
-    """``compute(*args)`` (a preset's time of a copy, memset or roofline kernel), checked."""
-    try:
-        return _ns(compute(*args))
-    except OverflowError:  # the preset's own rounding of an infinite time
-        raise _TooLong("forever") from None
-
-
-def _shape(op: Op, preset: DevicePreset) -> tuple[int, int, tuple | int | None]:
-    """(how the host behaves on this op, its time alone on the device or -1, and its kernel
-    shape or staging ns: see plan_ops)."""
-    name = op.op
-    dur = None if op.duration_us is None else _ns(op.duration_us * 1000.0)
-    if name in ("h2d", "d2h", "d2d"):
-        memory = (op.host_memory or "pinned") if name != "d2d" else "pinned"
-        solo = dur if dur is not None else _preset_ns(preset.copy_ns, name, op.bytes or 0, memory)
-        if name == "d2d":
-            return ENQ, solo, None
-        sync = not (op.is_async is None or op.is_async)  # effective_async, inlined
-        if name == "h2d" and memory == "pageable" and not sync:
-            stage = _ns((op.bytes or 0) / preset.pageable_host_gbps("h2d", op.bytes or 0))
-            return ENQ_STAGE, solo, dur if dur is not None else stage
-        chunk = preset.pageable_d2h_chunk_bytes
-        copy_out = None
-        if name == "d2h" and memory == "pageable" and chunk:
-            # The call returns once the host has copied the last chunk out.
-            nbytes = op.bytes or 0
-            copy_out = _ns(min(nbytes, chunk) / preset.pageable_host_gbps("d2h", nbytes))
-        return (ENQ_WAIT if sync or memory == "pageable" else ENQ), solo, copy_out
-    if name == "memset":
-        solo = dur if dur is not None else _preset_ns(preset.memset_ns, op.bytes or 0)
-        return (ENQ if op.is_async is None or op.is_async else ENQ_BARRIER), solo, None
-    if name == "kernel":
-        threads = op.threads or 256
-        blocks = op.blocks or 1
-        per_sm = residency(preset, threads, op.extra.get("blocks_per_sm") if op.extra else None)
-        n_waves = waves(preset, blocks, per_sm)
-        if op.block_us is not None:
-            total = _ns(max(1, _ns(op.block_us * 1000.0)) * n_waves)
-        elif dur is not None:
-            total = max(1, dur)
-        else:
-            total = _preset_ns(preset.roofline_ns, op.flops, op.bytes, blocks, threads, per_sm)
-        cost = preset.max_threads_per_sm // per_sm
-        kernel = (blocks, cost, preset.sm_count * per_sm, total / n_waves)
-        return ENQ, total + round(preset.kernel_overhead_us * 1000.0), kernel
-    if name in ("event_record", "event_wait"):
-        return ENQ, 0, None
-    if name == "host_func":
-        return ENQ, dur or 0, None
-    return _HOST_ONLY[name], (dur or 0) if name == "host" else -1, None
-
-
-#: How the host behaves on the ops that are not enqueued on a stream.
-_HOST_ONLY = {
-    "stream_sync": WAIT_STREAM,
-    "event_sync": WAIT_EVENT,
-    "device_sync": WAIT_ALL,
-    "free": WAIT_ALL,
-    "malloc": BARRIER,
-    "host": BUSY,
-}
-
-
-def run_of(kind: int) -> int:
-    """Where an enqueued op of this kind runs (-1: host-only op)."""
-    if kind not in ENQUEUED:
-        return -1
-    if kind in (K["h2d"], K["d2h"]):
-        return RUN_COPY
-    if kind in (K["d2d"], K["memset"]):
-        return RUN_SM
-    if kind == K["kernel"]:
-        return RUN_KERNEL
-    if kind == K["host_func"]:
-        return RUN_CALLBACK
-    return RUN_INSTANT
-
-
-_RUN = {k: run_of(k) for k in K.values()}
-_KERNEL, _H2D, _D2H = K["kernel"], K["h2d"], K["d2h"]
 
 
 def chain_links(group: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

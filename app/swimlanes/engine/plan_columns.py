@@ -1,11 +1,11 @@
 """The planner's op shapes for all shapes at once, column by column (numpy).
 
 ``plan_ops`` works out each op shape once. Captured programs give almost every op a shape of
-its own, and working them out one at a time (``plan._new_shape``) took about 40% of such a
+its own, and working them out one at a time (``plan_shape.new_shape``) took about 40% of such a
 simulation. :func:`shape_columns` computes the same values column-wise, with the same
 floating-point operations in the same order (numpy's float64 arithmetic and ``rint`` are
 IEEE's, as Python's ``/``, ``*`` and ``round``; logarithms come from ``math.log`` as in
-``presets._interpolate_gbps``), so the plan is identical. ``plan._shape`` stays the readable
+``presets._interpolate_gbps``), so the plan is identical. ``plan_shape._shape`` stays the readable
 statement of these rules; this is the same rules, in bulk. :func:`within_limits` does the same
 for the totals of ``plan._check_work``.
 
@@ -20,13 +20,8 @@ import math
 
 import numpy as np
 
-from swimlanes.engine import plan as _plan  # its limits: read when used (tests change them)
-from swimlanes.engine.plan import (
-    _D2H,
-    _H2D,
-    _HOST_ONLY,
-    _KERNEL,
-    _RUN,
+from swimlanes.engine import plan_model as _model  # its limits: read when used (tests change them)
+from swimlanes.engine.plan_model import (
     BARRIER,
     BUSY,
     COLUMNS,
@@ -34,6 +29,7 @@ from swimlanes.engine.plan import (
     ENQ_BARRIER,
     ENQ_STAGE,
     ENQ_WAIT,
+    HOST_ONLY,
     RUN_COPY,
     RUN_SM,
     STREAM_LEGACY,
@@ -41,8 +37,9 @@ from swimlanes.engine.plan import (
     K,
     Plan,
     Shapes,
-    _new_shape,
+    run_of,
 )
+from swimlanes.engine.plan_shape import new_shape
 from swimlanes.engine.preset_model import (
     ROOFLINE_BYTES_PER_ELEMENT,
     DevicePreset,
@@ -50,11 +47,12 @@ from swimlanes.engine.preset_model import (
 )
 from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS
 
-_D2D, _MEMSET, _HOST_FUNC = K["d2d"], K["memset"], K["host_func"]
-_RUN_OF_KIND = np.array([_RUN[k] for k in range(len(K))], dtype=np.int64)
+_H2D, _D2H, _D2D, _MEMSET = K["h2d"], K["d2h"], K["d2d"], K["memset"]
+_KERNEL, _HOST_FUNC = K["kernel"], K["host_func"]
+_RUN_OF_KIND = np.array([run_of(k) for k in range(len(K))], dtype=np.int64)
 _ON_STREAM = frozenset((*STREAM_OPS, "memset"))  # as Op.stream_name
 _HOST_OF_KIND = np.full(len(K), ENQ, dtype=np.int64)
-for _name, _host in _HOST_ONLY.items():
+for _name, _host in HOST_ONLY.items():
     _HOST_OF_KIND[K[_name]] = _host
 
 
@@ -122,7 +120,7 @@ def _shape_columns(
     values = (k, s, run, queue, cost, host, solo, size)
     shapes = Shapes(dict(zip(COLUMNS, values, strict=True)), extra)
     for n in np.flatnonzero(special).tolist():
-        row, shapes.extras[n] = _new_shape(
+        row, shapes.extras[n] = new_shape(
             first[n], program[first[n]], preset, plan, stream_index, costs
         )
         for name, value in zip(COLUMNS, row, strict=True):
@@ -133,11 +131,11 @@ def _shape_columns(
 def _bound() -> int:
     """The longest op time handled here: MAX_OP_NS, and never near int64's range (past that,
     the one-by-one path's Python ints decide)."""
-    return min(_plan.MAX_OP_NS, 1 << 60)
+    return min(_model.MAX_OP_NS, 1 << 60)
 
 
 def _checked_ns(values: np.ndarray) -> np.ndarray:
-    """Times rounded to int ns, as plan._ns (refused past MAX_OP_NS, or not finite)."""
+    """Times rounded to int ns, as plan_shape._ns (refused past MAX_OP_NS, or not finite)."""
     if not np.all(values <= _bound()):  # (NaN compares false)
         raise _Refused
     return np.rint(values).astype(np.int64)
@@ -147,7 +145,7 @@ def _copies(
     preset: DevicePreset, k: np.ndarray, size: np.ndarray, dur: np.ndarray, has_dur: np.ndarray,
     sync: np.ndarray, pageable: np.ndarray, host: np.ndarray, solo: np.ndarray, extra: list,
 ) -> None:  # fmt: skip
-    """Host behaviour, time alone and staging ns of H2D, D2H and D2D copies (plan._shape)."""
+    """Host behaviour, time alone and staging ns of H2D, D2H and D2D copies (plan_shape._shape)."""
     d2d = np.flatnonzero(k == _D2D)
     solo[d2d] = np.where(has_dur[d2d], dur[d2d], _checked_ns(2.0 * size[d2d] / preset.memory_gbps))
     for kind, code in (("h2d", _H2D), ("d2h", _D2H)):
@@ -287,7 +285,7 @@ def _roofline(
 def _queues(
     preset: DevicePreset, plan: Plan, k: np.ndarray, s: np.ndarray, run: np.ndarray
 ) -> np.ndarray:
-    """Each shape's hardware queue (-1: not enqueued), as plan._new_shape."""
+    """Each shape's hardware queue (-1: not enqueued), as plan_shape.new_shape."""
     enqueued = run >= 0
     copy = (k == _H2D) | (k == _D2H)
     if preset.hardware_queues == "fermi":
@@ -325,7 +323,7 @@ def within_limits(
     )
     checks = int(np.sum(count[syncs])) * len(plan.stream_names)
     return (
-        total_ns < _plan.MAX_TOTAL_NS * 0.999
-        and total_waves <= _plan.MAX_BLOCK_WAVES
-        and checks <= _plan.MAX_STREAM_CHECKS
+        total_ns < _model.MAX_TOTAL_NS * 0.999
+        and total_waves <= _model.MAX_BLOCK_WAVES
+        and checks <= _model.MAX_STREAM_CHECKS
     )
