@@ -49,7 +49,8 @@ def test_calibration_timing_program_lets_the_fit_recover_every_timing_figure() -
     from dataclasses import replace
 
     from swimlanes.engine.fit import fit_timing
-    from swimlanes.gpu.calibrate import _pipeline, timing_program
+    from swimlanes.gpu.calibration_probes import _pipeline
+    from swimlanes.gpu.calibration_programs import timing_program
 
     truth = replace(
         get_preset("h200"),
