@@ -11,8 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from swimlanes.engine import DevicePreset, get_preset, load_preset, simulate
-from swimlanes.engine import plan_model
+from swimlanes.engine import DevicePreset, get_preset, load_preset, plan_model, simulate
 from swimlanes.engine.simulator import SimulationRangeError
 from swimlanes.model.document import MAX_DURATION_US, Op, Pipeline, Stream
 from swimlanes.model.validate import validate

@@ -15,21 +15,18 @@ from typing import Any
 
 from swimlanes.model.document import OP_KINDS
 from swimlanes.model.schema import DIALECT, pipeline_defs, pipeline_object, schema_id
-from swimlanes.timeline.formats.io import DEFAULT_MAX_KEPT, RUN_FORMAT, RUN_VERSION
 
 # The loader's own per-column tables (ranges, dtypes, which columns are times), so that the
 # schema cannot drift from what Timeline.from_dict accepts.
-from swimlanes.timeline.timeline import (
-    _COLUMN_RANGE,
-    _INT_COLUMNS,
-    _SMALL_COLUMNS,
-    _TIMES,
-    DEP_KINDS,
+from swimlanes.timeline.columns import (
+    COLUMN_RANGE,
+    INT_COLUMNS,
     NO_TIME,
-    SOURCES,
-    TIMELINE_FORMAT,
-    TIMELINE_VERSION,
+    SMALL_COLUMNS,
+    TIME_COLUMNS,
 )
+from swimlanes.timeline.formats.io import DEFAULT_MAX_KEPT, RUN_FORMAT, RUN_VERSION
+from swimlanes.timeline.timeline import DEP_KINDS, SOURCES, TIMELINE_FORMAT, TIMELINE_VERSION
 
 __all__ = ["run_schema", "timeline_defs", "timeline_object", "timeline_schema"]
 
@@ -52,11 +49,11 @@ _COLUMN_HELP: dict[str, str] = {
 
 def _integers(column: str, description: str = "") -> dict[str, Any]:
     """An array of integers in ``column``'s range (times may also be NO_TIME: none)."""
-    low, high, _dtype = _COLUMN_RANGE[column]
+    low, high, _dtype = COLUMN_RANGE[column]
     if column == "kind":  # an index into OP_KINDS (the loader refuses others)
         high = len(OP_KINDS) - 1
     item: dict[str, Any] = {"type": "integer", "minimum": low, "maximum": high}
-    if column in _TIMES:
+    if column in TIME_COLUMNS:
         item = {"anyOf": [item, {"const": NO_TIME}]}
         description += f" ({NO_TIME}: none)"
     out: dict[str, Any] = {"type": "array", "maxItems": DEFAULT_MAX_KEPT, "items": item}
@@ -74,7 +71,7 @@ def _strings(description: str, max_items: int | None = None) -> dict[str, Any]:
 
 
 def _columns() -> dict[str, Any]:
-    names = (*_INT_COLUMNS, *_SMALL_COLUMNS)
+    names = (*INT_COLUMNS, *SMALL_COLUMNS)
     properties = {c: _integers(c, _COLUMN_HELP[c]) for c in (*names, "start_spread", "end_spread")}
     return {
         "type": "object",
@@ -104,7 +101,7 @@ def _deps() -> dict[str, Any]:
 
 
 def _occupancy() -> dict[str, Any]:
-    low, high, _dtype = _COLUMN_RANGE["sms"]
+    low, high, _dtype = COLUMN_RANGE["sms"]
     return {
         "type": "object",
         "description": "the SM occupancy curve: busy SMs from each time on",

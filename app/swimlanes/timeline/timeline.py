@@ -12,13 +12,23 @@ empty for a single device, so single-device timelines and their files are unchan
 
 from __future__ import annotations
 
-from array import array
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
 from swimlanes.model.document import OP_KINDS
+from swimlanes.timeline.columns import (
+    INT_COLUMNS,
+    NO_TIME,
+    SMALL_COLUMNS,
+    devices_from_dict,
+    int_list,
+    member,
+)
+from swimlanes.timeline.columns import (  # (the trace readers import it from here)
+    TIME_LIMIT_NS as TIME_LIMIT_NS,
+)
 from swimlanes.timeline.device_columns import check_device_columns, device_columns_dict
 from swimlanes.timeline.thread_columns import (
     check_thread_columns,
@@ -26,9 +36,6 @@ from swimlanes.timeline.thread_columns import (
     thread_columns_dict,
     threads_from_dict,
 )
-
-#: Marks "no time" in a time column (host-only ops have no device span).
-NO_TIME = np.iinfo(np.int64).min
 
 #: Kinds of dependency edges between ops, drawn as arrows.
 #: "collective": the ops of one NCCL collective call on its devices, from its first rank's op
@@ -42,9 +49,6 @@ SOURCES = ("simulated", "measured")
 
 TIMELINE_FORMAT = "swimlanes-timeline"
 TIMELINE_VERSION = 1
-
-_INT_COLUMNS = ("index", "issue_start", "issue_end", "start", "end", "solo_ns", "bytes")
-_SMALL_COLUMNS = {"kind": np.int8, "stream": np.int16, "engine": np.int16}
 
 
 def device_span_ns(start: np.ndarray, end: np.ndarray) -> int:
@@ -117,7 +121,7 @@ class Timeline:
 
     def __post_init__(self) -> None:
         n = len(self.index)
-        for col in (*_INT_COLUMNS, *_SMALL_COLUMNS):
+        for col in (*INT_COLUMNS, *SMALL_COLUMNS):
             if len(getattr(self, col)) != n:
                 raise ValueError(f"column {col} has {len(getattr(self, col))} rows, expected {n}")
         if len(self.labels) != n:
@@ -274,7 +278,7 @@ class Timeline:
 
     def to_dict(self) -> dict[str, Any]:
         """Lossless JSON form (``swimlanes-timeline`` v1), used for saved measurements."""
-        cols = {c: getattr(self, c).tolist() for c in (*_INT_COLUMNS, *_SMALL_COLUMNS)}
+        cols = {c: getattr(self, c).tolist() for c in (*INT_COLUMNS, *SMALL_COLUMNS)}
         if self.start_spread is not None and self.end_spread is not None:
             cols["start_spread"] = self.start_spread.tolist()
             cols["end_spread"] = self.end_spread.tolist()
@@ -314,17 +318,17 @@ class Timeline:
                 f"unsupported timeline version {data.get('version')!r} "
                 f"(this Swimlanes reads {TIMELINE_VERSION})"
             )
-        cols = _member(data, "columns", dict, None)
+        cols = member(data, "columns", dict, None)
         kwargs: dict[str, Any] = {
-            c: _int_list(f"columns.{c}", _member(cols, c, list, None, "columns."), c)
-            for c in (*_INT_COLUMNS, *_SMALL_COLUMNS)
+            c: int_list(f"columns.{c}", member(cols, c, list, None, "columns."), c)
+            for c in (*INT_COLUMNS, *SMALL_COLUMNS)
         }
         if "start_spread" in cols or "end_spread" in cols:
             for c in ("start_spread", "end_spread"):
-                kwargs[c] = _int_list(f"columns.{c}", _member(cols, c, list, None, "columns."), c)
-        deps = _member(data, "deps", dict, {})
-        occ = _member(data, "occupancy", dict, {})
-        kinds = _member(deps, "kind", list, [], "deps.")
+                kwargs[c] = int_list(f"columns.{c}", member(cols, c, list, None, "columns."), c)
+        deps = member(data, "deps", dict, {})
+        occ = member(data, "occupancy", dict, {})
+        kinds = member(deps, "kind", list, [], "deps.")
         unknown = next((i for i, k in enumerate(kinds) if k not in DEP_KINDS), None)
         if unknown is not None:
             raise ValueError(f"deps.kind[{unknown}]: {kinds[unknown]!r} is not a dependency kind")
@@ -333,107 +337,26 @@ class Timeline:
             raise ValueError("occupancy.sm_count: must be a count")
         return cls(
             **kwargs,
-            labels=[str(x) for x in _member(data, "labels", list, None)],
-            stream_names=[str(x) for x in _member(data, "stream_names", list, None)],
-            engine_names=[str(x) for x in _member(data, "engine_names", list, None)],
-            dep_src=_int_list("deps.src", _member(deps, "src", list, [], "deps."), "dep"),
-            dep_dst=_int_list("deps.dst", _member(deps, "dst", list, [], "deps."), "dep"),
+            labels=[str(x) for x in member(data, "labels", list, None)],
+            stream_names=[str(x) for x in member(data, "stream_names", list, None)],
+            engine_names=[str(x) for x in member(data, "engine_names", list, None)],
+            dep_src=int_list("deps.src", member(deps, "src", list, [], "deps."), "dep"),
+            dep_dst=int_list("deps.dst", member(deps, "dst", list, [], "deps."), "dep"),
             dep_kind=np.asarray([DEP_KINDS.index(k) for k in kinds], dtype=np.int8),
-            occupancy_time=_int_list(
-                "occupancy.time", _member(occ, "time", list, [], "occupancy."), "occupancy_time"
+            occupancy_time=int_list(
+                "occupancy.time", member(occ, "time", list, [], "occupancy."), "occupancy_time"
             ),
-            occupancy_sms=_int_list(
-                "occupancy.sms", _member(occ, "sms", list, [], "occupancy."), "sms"
+            occupancy_sms=int_list(
+                "occupancy.sms", member(occ, "sms", list, [], "occupancy."), "sms"
             ),
             sm_count=sm_count,
             source=str(data.get("source", "measured")),
             device=str(data.get("device", "")),
             name=str(data.get("name", "")),
-            meta=_member(data, "meta", dict, {}),
-            **_devices_from_dict(data),
-            **threads_from_dict(data, _int_list),
+            meta=member(data, "meta", dict, {}),
+            **devices_from_dict(data),
+            **threads_from_dict(data, int_list),
         )
-
-
-#: Times (and durations) must stay within this many ns of 0 (about 146 years), so that a
-#: difference or a sum of two of them still fits in int64.
-TIME_LIMIT_NS = 2**62
-_TIME = (-TIME_LIMIT_NS + 1, TIME_LIMIT_NS - 1)
-# Allowed range and dtype of each column (times may also be NO_TIME).
-_COLUMN_RANGE: dict[str, tuple[int, int, Any]] = {
-    "index": (-(2**62), 2**62, np.int64),
-    "issue_start": (*_TIME, np.int64),
-    "issue_end": (*_TIME, np.int64),
-    "start": (*_TIME, np.int64),
-    "end": (*_TIME, np.int64),
-    "solo_ns": (*_TIME, np.int64),
-    "bytes": (0, 2**62, np.int64),
-    "kind": (0, np.iinfo(np.int8).max, np.int8),
-    "stream": (-1, np.iinfo(np.int16).max, np.int16),
-    "engine": (-1, np.iinfo(np.int16).max, np.int16),
-    "start_spread": (*_TIME, np.int64),
-    "end_spread": (*_TIME, np.int64),
-    "occupancy_time": (*_TIME, np.int64),
-    "dep": (0, np.iinfo(np.int32).max, np.int32),
-    "sms": (0, np.iinfo(np.int32).max, np.int32),
-    "device": (0, np.iinfo(np.int16).max, np.int16),
-    "link_op": (0, np.iinfo(np.int32).max, np.int32),
-    "link_id": (0, np.iinfo(np.int16).max, np.int16),
-}
-_TIMES = {"issue_start", "issue_end", "start", "end", "solo_ns", "start_spread", "end_spread"}
-
-
-def _devices_from_dict(data: dict[str, Any]) -> dict[str, Any]:
-    """The multi-device fields of a timeline file (``devices``, ``links``; both optional)."""
-    out: dict[str, Any] = {}
-    devices = _member(data, "devices", dict, {})
-    if devices:
-        out["device_names"] = [str(x) for x in _member(devices, "names", list, None, "devices.")]
-        for key, col in (("stream", "stream_device"), ("engine", "engine_device"),
-                         ("host", "host_device"), ("occupancy", "occupancy_device")):  # fmt: skip
-            out[col] = _int_list(
-                f"devices.{key}", _member(devices, key, list, [], "devices."), "device"
-            )
-    links = _member(data, "links", dict, {})
-    if links:
-        out["link_names"] = [str(x) for x in _member(links, "names", list, None, "links.")]
-        out["link_op"] = _int_list("links.op", _member(links, "op", list, [], "links."), "link_op")
-        out["link_id"] = _int_list(
-            "links.link", _member(links, "link", list, [], "links."), "link_id"
-        )
-    return out
-
-
-def _member(data: dict[str, Any], key: str, kind: type, default: Any, where: str = "") -> Any:
-    """``data[key]``, which must be a ``kind`` (an int64 array passes for a list); missing:
-    ``default``, or an error when that is None."""
-    if key not in data:
-        if default is None:
-            raise ValueError(f"{where}{key}: missing")
-        return default
-    v = data[key]
-    if isinstance(v, kind) or (kind is list and isinstance(v, array | np.ndarray)):
-        return v
-    raise ValueError(f"{where}{key}: must be a JSON {'object' if kind is dict else 'list'}")
-
-
-def _int_list(where: str, values: Any, column: str) -> np.ndarray:
-    """``values`` as the column's dtype, each an integer in the column's range."""
-    low, high, dtype = _COLUMN_RANGE[column]
-    no_time = NO_TIME if column in _TIMES else low
-    if isinstance(values, list):
-        bad = next(
-            (i for i, v in enumerate(values)
-             if type(v) is not int or not (low <= v <= high or v == no_time)),
-            None,
-        )  # fmt: skip
-    else:
-        arr = np.asarray(values, dtype=np.int64)
-        out = ((arr < low) | (arr > high)) & (arr != no_time)
-        bad = int(np.argmax(out)) if out.any() else None
-    if bad is not None:
-        raise ValueError(f"{where}[{bad}]: must be an integer from {low:,} to {high:,}")
-    return np.asarray(values, dtype=dtype)
 
 
 class TimelineBuilder:
@@ -443,7 +366,7 @@ class TimelineBuilder:
         self.stream_names = list(stream_names)
         self.engine_names = list(engine_names)
         self._rows: dict[str, list[int]] = {
-            c: [] for c in (*_INT_COLUMNS, *_SMALL_COLUMNS, "start_spread", "end_spread")
+            c: [] for c in (*INT_COLUMNS, *SMALL_COLUMNS, "start_spread", "end_spread")
         }
         self.labels: list[str] = []
         self._deps: tuple[list[int], list[int], list[int]] = ([], [], [])
@@ -493,8 +416,8 @@ class TimelineBuilder:
 
     def build(self, *, with_spread: bool = False, **kwargs: Any) -> Timeline:
         """Make the Timeline; ``kwargs`` set the non-column fields (source, device, ...)."""
-        cols: dict[str, Any] = {c: np.asarray(self._rows[c], dtype=np.int64) for c in _INT_COLUMNS}
-        for c, dt in _SMALL_COLUMNS.items():
+        cols: dict[str, Any] = {c: np.asarray(self._rows[c], dtype=np.int64) for c in INT_COLUMNS}
+        for c, dt in SMALL_COLUMNS.items():
             cols[c] = np.asarray(self._rows[c], dtype=dt)
         if with_spread:
             cols["start_spread"] = np.asarray(self._rows["start_spread"], dtype=np.int64)
