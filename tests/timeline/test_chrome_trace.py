@@ -242,7 +242,7 @@ def test_no_flow_arrow_ends_before_it_starts_in_any_example() -> None:
     from swimlanes.services.simulation import simulate_file
 
     examples = sorted(EXAMPLES.glob("*.json"))
-    assert len(examples) == 15  # 11 single-GPU lessons, 4 multi-GPU ones
+    assert len(examples) == 16  # 11 single-GPU lessons, 4 multi-GPU ones, 1 of host threads
     for path in examples:
         _, tl = simulate_file(path, None)
         events = timeline_to_chrome_trace([tl])["traceEvents"]
@@ -256,3 +256,23 @@ def test_no_flow_arrow_ends_before_it_starts_in_any_example() -> None:
             for end in (s, f):  # each end inside the slice of the op it names, on its row
                 sl = op_slice[end["args"]["index"]]
                 assert sl["tid"] == end["tid"] and sl["ts"] <= end["ts"] <= sl["ts"] + sl["dur"]
+
+
+def test_each_host_thread_is_a_track_of_its_own(tmp_path: Path) -> None:
+    from swimlanes.services.simulation import simulate_file
+
+    _, tl = simulate_file(EXAMPLES / "per-thread-default-stream.json", None)
+    assert tl.thread_names == ["worker0", "worker1"]
+    events = timeline_to_chrome_trace([tl])["traceEvents"]
+    names = {e["tid"]: e["args"]["name"] for e in events if e["name"] == "thread_name"}
+    tid_of = {name: tid for tid, name in names.items()}
+    assert {"host thread worker0", "host thread worker1"} <= set(tid_of)
+    assert "host thread" not in tid_of  # no shared host row
+    host_tids = {tid_of["host thread worker0"]: "worker0", tid_of["host thread worker1"]: "worker1"}
+    calls = [e for e in events if e["ph"] == "X" and e["tid"] in host_tids]
+    assert calls
+    for e in calls:  # every call on the track of the thread that made it
+        assert tl.host_thread_name(e["args"]["index"]) == host_tids[e["tid"]]
+    out = tmp_path / "threads.json"
+    write_chrome_trace([tl], out)
+    assert len(load_trace(out)) == len(tl)

@@ -111,12 +111,12 @@ def _op_args(tl: Timeline, r: int, on_device: np.ndarray) -> dict[str, Any]:
 
 
 def _slices(tl: Timeline) -> list[tuple[tuple[str, int], int, int, str, int]]:
-    """``(row, start, end, cat, op_row)`` of every X event, ``row`` being ("host", d) (the host
-    thread of device d: always 0 for a single device), ("stream", s), ("engine", e) or
+    """``(row, start, end, cat, op_row)`` of every X event, ``row`` being ("host", h) (the host
+    thread h: see _host_rows), ("stream", s), ("engine", e) or
     ("link", l); the ``op`` slice of each op comes first, link slices come last."""
     on_device = tl.on_device
     has_issue = (tl.issue_start != NO_TIME) & (tl.issue_end != NO_TIME)
-    hosts = tl.host_device.tolist() if tl.device_names else [0] * len(tl)
+    hosts = _host_rows(tl)
     out = []
     for r in range(len(tl)):
         s, e = int(tl.stream[r]), int(tl.engine[r])
@@ -135,6 +135,25 @@ def _slices(tl: Timeline) -> list[tuple[tuple[str, int], int, int, str, int]]:
         if on_device[r]:
             out.append((("link", link), int(tl.start[r]), int(tl.end[r]), "link", r))
     return out
+
+
+def _host_rows(tl: Timeline) -> list[int]:
+    """Per op, its host row: the host thread that issued it where the timeline names threads,
+    else its device's (one) host thread."""
+    if tl.thread_names:
+        return [int(t) for t in tl.host_thread.tolist()]
+    return [int(d) for d in tl.host_device.tolist()] if tl.device_names else [0] * len(tl)
+
+
+def _host_row_names(tl: Timeline, device: int) -> list[tuple[tuple[str, int], str]]:
+    """The host rows of ``device``: one per host thread where the timeline names threads."""
+    if not tl.thread_names:
+        return [(("host", device), HOST_ROW)]
+    return [
+        (("host", t), f"{HOST_ROW} {name}")
+        for t, name in enumerate(tl.thread_names)
+        if int(tl.thread_device[t]) == device
+    ]
 
 
 def _sub_lanes(slices: list[tuple]) -> list[int]:
@@ -164,16 +183,16 @@ def _sub_lanes(slices: list[tuple]) -> list[int]:
 
 
 def _rows(tl: Timeline) -> list[tuple[int, tuple[str, int], str]]:
-    """``(device, row, name)`` of every row in display order: per device its host thread, its
+    """``(device, row, name)`` of every row in display order: per device its host threads, its
     streams, its engines and the links leaving it (all on device 0 for a single device)."""
     if not tl.device_names:
-        rows = [(0, ("host", 0), HOST_ROW)]
+        rows = [(0, row, name) for row, name in _host_row_names(tl, 0)]
         rows += [(0, ("stream", s), n) for s, n in enumerate(tl.stream_names)]
         return rows + [(0, ("engine", e), f"{n} engine") for e, n in enumerate(tl.engine_names)]
     link_device = _link_devices(tl)
     out = []
     for d in range(len(tl.device_names)):
-        out.append((d, ("host", d), HOST_ROW))
+        out += [(d, row, name) for row, name in _host_row_names(tl, d)]
         out += [(d, ("stream", s), n) for s, n in enumerate(tl.stream_names)
                 if int(tl.stream_device[s]) == d]  # fmt: skip
         out += [(d, ("engine", e), f"{n} engine") for e, n in enumerate(tl.engine_names)
