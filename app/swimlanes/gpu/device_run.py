@@ -168,10 +168,13 @@ class DeviceRun:
         for step in self.warm_steps:
             step()
 
-    def _issue_all(self, t_s: np.ndarray, t_e: np.ndarray, cancel: Cancel) -> None:
-        """The timed region: issue every op, recording each call's host span."""
+    def _issue_all(
+        self, t_s: np.ndarray, t_e: np.ndarray, cancel: Cancel, order: list[int] | None = None
+    ) -> None:
+        """The timed region: issue every op (or those of ``order``, one host thread's, in that
+        order), recording each call's host span."""
         pc, steps, before, after = time.perf_counter_ns, self.steps, self.before, self.after
-        for i in range(len(steps)):
+        for i in range(len(steps)) if order is None else order:
             if cancel is not None and cancel():
                 raise ExecutionCancelled(f"cancelled at op {self.program_index(i)}")
             b = before[i]

@@ -1,9 +1,11 @@
-"""The host side of a multi-device run: one thread per device, and waits between devices.
+"""The host side of a multi-device run: one thread per host thread of the program (one per
+device where it declares none), and waits between them.
 
-:class:`DeviceThreads` gives each device a thread of its own, on which that device's context is
-current, and runs work on one device's thread or on all of them at once. The helpers here find
-the event waits that cross devices, wait on the host for another device's event, and name the
-link between two GPUs. Qt-free; numba is imported only on the device threads.
+:class:`DeviceThreads` gives each host thread a Python thread of its own, on which its device's
+context is current; a device's work that no one thread of the program issues (set-up, tear-down)
+runs on the device's first thread. The helpers here find the event waits that cross threads,
+wait on the host for another thread's event, and name the link between two GPUs. Qt-free; numba
+is imported only on the worker threads.
 """
 
 from __future__ import annotations
@@ -26,15 +28,22 @@ T = TypeVar("T")
 
 
 class DeviceThreads:
-    """One single-thread pool per device; device d's CUDA calls all run on its thread."""
+    """One single-thread pool per host thread, on ``count`` devices: ``thread_device[t]`` is
+    thread t's device (default: one thread per device). Device d's own calls (set-up,
+    tear-down) run on its first thread; each thread issues its ops on its own."""
 
-    def __init__(self, count: int, simulator: bool) -> None:
-        self.pools = [
-            cf.ThreadPoolExecutor(1, f"swimlanes-gpu{d}", _enter(d, simulator))
-            for d in range(count)
+    def __init__(self, count: int, simulator: bool, thread_device: list[int] | None = None):
+        self.thread_device = list(range(count)) if thread_device is None else list(thread_device)
+        if sorted(set(self.thread_device)) != list(range(count)):
+            raise GpuError(f"every one of the {count} devices needs a host thread")
+        self.threads = [
+            cf.ThreadPoolExecutor(1, f"swimlanes-gpu{d}-thread{t}", _enter(d, simulator))
+            for t, d in enumerate(self.thread_device)
         ]
+        self.pools = [self.threads[self.thread_device.index(d)] for d in range(count)]
 
     def call(self, d: int, fn: Callable[..., T], *args: Any) -> T:
+        """``fn(*args)`` on device ``d``'s first thread."""
         return self.pools[d].submit(fn, *args).result()
 
     def all(
@@ -43,27 +52,45 @@ class DeviceThreads:
         stop: threading.Event | None = None,
         on_error: Callable[[], None] | None = None,
     ) -> list[T]:
-        """``fn(d)`` on every device's thread at once; the first error is raised once all
-        have returned. At the first error ``stop`` is set and ``on_error`` called, so that the
-        other threads stop early instead of waiting for the one that failed."""
-        futures = [pool.submit(fn, d) for d, pool in enumerate(self.pools)]
-        done, _ = cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
-        failed = [f for f in done if f.exception() is not None]
-        if failed and stop is not None:
-            stop.set()
-        if failed and on_error is not None:
-            on_error()
-        cf.wait(futures)
-        # The first failure is the cause; the others' errors follow from it.
-        for f in [*failed, *futures]:
-            err = f.exception()
-            if err is not None:
-                raise err
-        return [f.result() for f in futures]
+        """``fn(d)`` on every device's first thread at once; the first error is raised once
+        all have returned. At the first error ``stop`` is set and ``on_error`` called, so that
+        the other threads stop early instead of waiting for the one that failed."""
+        return _all_at_once(self.pools, fn, stop, on_error)
+
+    def each_thread(
+        self,
+        fn: Callable[[int], T],
+        stop: threading.Event | None = None,
+        on_error: Callable[[], None] | None = None,
+    ) -> list[T]:
+        """``fn(t)`` on every host thread at once, stopping as :meth:`all` does."""
+        return _all_at_once(self.threads, fn, stop, on_error)
 
     def close(self) -> None:
-        for pool in self.pools:
+        for pool in self.threads:
             pool.shutdown(wait=True)
+
+
+def _all_at_once(
+    pools: list[cf.ThreadPoolExecutor],
+    fn: Callable[[int], T],
+    stop: threading.Event | None,
+    on_error: Callable[[], None] | None,
+) -> list[T]:
+    futures = [pool.submit(fn, k) for k, pool in enumerate(pools)]
+    done, _ = cf.wait(futures, return_when=cf.FIRST_EXCEPTION)
+    failed = [f for f in done if f.exception() is not None]
+    if failed and stop is not None:
+        stop.set()
+    if failed and on_error is not None:
+        on_error()
+    cf.wait(futures)
+    # The first failure is the cause; the others' errors follow from it.
+    for f in [*failed, *futures]:
+        err = f.exception()
+        if err is not None:
+            raise err
+    return [f.result() for f in futures]
 
 
 def _enter(d: int, simulator: bool) -> Callable[[], None]:
@@ -98,7 +125,7 @@ def link_kind(a: int, b: int, simulator: bool) -> str:
 
 
 def host_await(flag: Buffer, counter: list[int], stop: threading.Event, index: int) -> Step:
-    """An event_sync on another device's event: the host waits until that event's stream set
+    """An event_sync on another thread's event: the host waits until that event's stream set
     its flag (the event completed), or the run stopped."""
     arr = flag.array
     assert arr is not None
@@ -116,8 +143,10 @@ def host_await(flag: Buffer, counter: list[int], stop: threading.Event, index: i
 
 
 def cross_device_waits(pipeline: Pipeline, plan: MultiPlan) -> dict[int, int]:
-    """Waits (event_wait, event_sync) whose event's latest earlier record is on another
-    device: wait op index -> record op index."""
+    """Waits (event_wait, event_sync) whose event's latest earlier record another host thread
+    issues (on another device, or another thread of the same one): wait op index -> record op
+    index. Such a wait must not pass before that record is issued, as a wait on a not yet
+    recorded event would in CUDA."""
     latest: dict[str, MultiOp] = {}
     out: dict[int, int] = {}
     for op in plan.ops:
@@ -126,6 +155,6 @@ def cross_device_waits(pipeline: Pipeline, plan: MultiPlan) -> dict[int, int]:
             continue
         if op.kind == "event_record":
             latest[name] = op
-        elif op.kind in EVENT_OPS and name in latest and latest[name].device != op.device:
+        elif op.kind in EVENT_OPS and name in latest and latest[name].thread != op.thread:
             out[op.index] = latest[name].index
     return out

@@ -66,9 +66,7 @@ def execute(
     """
     from swimlanes.gpu.multi_plan import needs_multi
 
-    if pipeline.is_multi_thread:
-        raise GpuError(multi_thread_refusal(pipeline, "run on a GPU"))
-    if needs_multi(pipeline):  # several devices, peer copies or collectives
+    if needs_multi(pipeline):  # several devices or host threads, peer copies or collectives
         from swimlanes.gpu.multi_executor import execute_multi
 
         return execute_multi(
@@ -107,16 +105,6 @@ def execute(
         raise GpuError(f"the GPU run failed: {type(err).__name__}: {err}") from err
     finally:
         run.release()
-
-
-def multi_thread_refusal(pipeline: Pipeline, what: str) -> str:
-    """Why a pipeline with several host threads on a device cannot be ``what`` (yet)."""
-    names = ", ".join(name for name, _ in pipeline.thread_list())
-    return (
-        f"this pipeline has several host threads on one device ({names}): it cannot be {what} "
-        "yet, since each thread's calls would have to be issued from a host thread of its own; "
-        "simulate it, or put its ops on one host thread per device to run it"
-    )
 
 
 def _timeline(

@@ -1,15 +1,21 @@
-"""Run a pipeline of several devices (or with peer copies and collectives) and measure it.
+"""Run a pipeline of several devices, or of several host threads on a device (or with peer
+copies and collectives), and measure it.
 
-One host thread per device, as real multi-GPU programs have: every CUDA call of device d is
-made by its own worker thread, in which d's primary context is current. Set-up runs in program
-order, op by op on the op's device's thread (so cross-device events and buffers exist before
-they are used); each timed repetition then starts every device's thread at one barrier, and
-each issues its device's ops in program order, as the simulator's semantics say. An event wait
-whose latest record belongs to another device must wait for that record even when its thread
-gets there first (CUDA would let a wait on a not yet recorded event pass): the record's stream
-also writes a flag in pinned host memory (``cuStreamWriteValue32``, the repetition's number)
-and the waiting stream waits for it on the device (``cuStreamWaitValue32``), so no host thread
-blocks; an ``event_sync`` on such an event waits on the host for the flag.
+One worker thread per host thread of the program, as real programs have: one per device where
+the program declares no threads, else one per declared thread, each with its device's primary
+context current. Set-up runs in program order, op by op on the op's device's first thread (so
+cross-device events and buffers exist before they are used); each timed repetition then starts
+every thread at one barrier, and each issues its own ops in program order, as the simulator's
+semantics say: a thread's syncs block only it, and ``device_sync`` waits for the device's work
+whichever thread issued it. A per-thread default stream is CUDA's own ``CU_STREAM_PER_THREAD``
+handle, used by its owning thread only, so it means that thread's stream. An event wait whose
+latest record another thread issues must wait for that record even when its thread gets there
+first (CUDA would let a wait on a not yet recorded event pass): the record's stream also writes
+a flag in pinned host memory (``cuStreamWriteValue32``, the repetition's number) and the
+waiting stream waits for it on the device (``cuStreamWaitValue32``), so no host thread blocks;
+an ``event_sync`` on such an event waits on the host for the flag. An error on one thread stops
+the others (at their next call, or wherever they wait for it) and is the one reported, naming
+the thread.
 
 Peer access is enabled between every pair that copies or rings data; peer copies are
 ``cuMemcpyPeerAsync`` on the op's stream; collectives run through NCCL (:mod:`.nccl`): one
@@ -27,6 +33,7 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import sys
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -61,6 +68,10 @@ from swimlanes.timeline.timeline import NO_TIME, Timeline
 
 #: Ops whose data check the run's meta lists even when they passed (all failures are listed).
 CHECKS_SHOWN = 64
+#: Python's GIL switch interval while several threads of one device issue: a thread busy in
+#: host work (a spin that holds the GIL) lets the others issue within about this long, instead
+#: of Python's default 5 ms, so that its host work delays only its own calls.
+THREAD_SWITCH_S = 20e-6
 
 
 class _DeviceRun(DeviceRun):
@@ -108,13 +119,18 @@ class _DeviceRun(DeviceRun):
         fill_f32(buf, nbytes, 0.0 if fill is None else fill)
         return buf
 
-    def issue(self, start: threading.Barrier, cancel: Cancel) -> tuple[np.ndarray, np.ndarray]:
-        n = len(self.steps)
-        t_s = np.zeros(n, dtype=np.int64)
-        t_e = np.zeros(n, dtype=np.int64)
+    def issue(self, order: list[int], times: tuple[np.ndarray, np.ndarray],
+              start: threading.Barrier, cancel: Cancel, thread: str | None) -> None:  # fmt: skip
+        """One host thread's share of the repetition: its ops (``order``, local indexes) once
+        every thread is at ``start``; their host spans go to ``times``. An error names
+        ``thread`` (a program of several threads)."""
         start.wait(WAIT_S)
-        self._issue_all(t_s, t_e, cancel)
-        return t_s, t_e
+        try:
+            self._issue_all(*times, cancel, order)
+        except GpuError as err:
+            if thread is None:
+                raise
+            raise GpuError(f"host thread {thread}: {err}") from err
 
     def settle(self) -> None:
         """After issuing: wait for the device and free the malloc slots."""
@@ -143,6 +159,8 @@ class _MultiRun:
                  workers: DeviceThreads) -> None:  # fmt: skip
         self.pipeline, self.plan, self.backends, self.workers = pipeline, plan, backends, workers
         self.runs: list[_DeviceRun] = []
+        #: Per host thread, the local indexes of its ops in its device's run, in order.
+        self.orders = [plan.thread_order(t) for t in range(len(plan.threads))]
         self.collectives: Collectives | None = None
         self.stop = threading.Event()
         #: Cross-device events: the record op's flag (pinned, every device's streams reach
@@ -163,7 +181,7 @@ class _MultiRun:
             # Made on the device's own thread: the main thread has no device context.
             self.runs.append(w.call(d, _new_run, be, plan.plans[d]))
             self.runs[d].indexes = [op.index for op in plan.ops if op.device == d]
-        probes = self._probes(probe_choice)
+        probes = self._probes(_probe_choice(self.pipeline, probe_choice))
         w.all(lambda d: self.runs[d].setup_local(probes[d]))
         self._enable_peers()
         if plan.communicators and any(op.comm for op in plan.ops):
@@ -256,13 +274,24 @@ class _MultiRun:
             assert probe is not None
             w.call(d, probe.begin_repetition, runs[d]._warm_up)
         self.counter[0] += 1  # this repetition's cross-device events
-        start = threading.Barrier(len(runs))
+        plan = self.plan
+        start = threading.Barrier(len(plan.threads))
+        times = [(np.zeros(len(r.steps), dtype=np.int64), np.zeros(len(r.steps), dtype=np.int64))
+                 for r in runs]  # fmt: skip
+        named = self.pipeline.is_multi_thread
 
         def stop() -> bool:
             return self.stop.is_set() or (cancel is not None and cancel())
 
+        def issue(t: int) -> None:
+            d = plan.thread_device[t]
+            runs[d].issue(self.orders[t], times[d], start, stop, plan.threads[t] if named else None)
+
         gc_was_on = gc.isenabled()
         gc.disable()  # one collection would stall every device's thread
+        switch = sys.getswitchinterval()
+        if named:
+            sys.setswitchinterval(THREAD_SWITCH_S)
 
         def unblock() -> None:
             # Threads still waiting for the one that failed: at the start, or (simulator) in
@@ -273,11 +302,12 @@ class _MultiRun:
                 self.collectives.interrupt()
 
         try:
-            times = w.all(lambda d: runs[d].issue(start, stop), self.stop, unblock)
+            w.each_thread(issue, self.stop, unblock)
         except BaseException:
             self.failed = True
             raise
         finally:
+            sys.setswitchinterval(switch)
             if gc_was_on:
                 gc.enable()
         w.all(lambda d: runs[d].settle())
@@ -337,6 +367,43 @@ def _context(be: CudaBackend) -> Any:
     return be.context_handle()  # type: ignore[attr-defined]
 
 
+def _probe_choice(pipeline: Pipeline, choice: str) -> str:
+    """The measurement back end for ``pipeline``: where CUPTI's records cannot be matched to a
+    program of several threads' ops, ``auto`` measures with events (``cupti``: refused)."""
+    why = _cupti_cannot(pipeline) if choice in ("auto", "cupti") else None
+    if why is None:
+        return choice
+    if choice == "cupti":
+        raise GpuError(
+            f"CUPTI cannot measure this pipeline: {why}; measure it with the events back end "
+            "(--backend events)"
+        )
+    return "events"
+
+
+def _cupti_cannot(pipeline: Pipeline) -> str | None:
+    """Why CUPTI's records, matched to ops by stream handle and call order, would be given to
+    the wrong ops of a program of several threads (None where they would not)."""
+    if not pipeline.is_multi_thread:
+        return None
+    if any(s.kind == "per_thread_default" for s in pipeline.streams):
+        return (
+            "its per-thread default streams are each their thread's own, but share one handle, "
+            "which CUPTI's records are matched by"
+        )
+    users: dict[str, set[str]] = {}
+    for op in pipeline.program:
+        if op.stream_name is not None:
+            users.setdefault(op.stream_name, set()).add(pipeline.op_thread(op))
+    shared = [name for name, threads in users.items() if len(threads) > 1]
+    if shared:
+        return (
+            f"several threads issue on stream {shared[0]}, in an order that changes from run to "
+            "run, and CUPTI's records are matched to ops in program order"
+        )
+    return None
+
+
 def _untimed(run: _DeviceRun) -> None:
     run.prefill_frees()
     for step in run.touch_steps:
@@ -375,8 +442,9 @@ def execute_multi(
         raise GpuError("the pipeline is not valid: " + "; ".join(str(p) for p in problems))
     simulator = cuda_backend.simulator if cuda_backend is not None else _simulating()
     check_device_count(pipeline, available if available is not None else device_count())
-    n = len(pipeline.device_names)
-    workers = DeviceThreads(n, simulator)
+    names = pipeline.device_names
+    n = len(names)
+    workers = DeviceThreads(n, simulator, [names.index(d) for _, d in pipeline.thread_list()])
     run: _MultiRun | None = None
     try:
         backends = [cuda_backend if d == 0 and cuda_backend is not None else

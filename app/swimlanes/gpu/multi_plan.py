@@ -1,5 +1,5 @@
-"""Planning a multi-device run: which device issues each op, each device's own resource plan,
-and the buffers, ranks and instances of peer copies and collectives.
+"""Planning a multi-device run: which device and host thread issue each op, each device's own
+resource plan, and the buffers, ranks and instances of peer copies and collectives.
 
 Pure Python (no numba), so it is tested everywhere. Each device gets a sub-pipeline (its
 streams and the ops its host thread issues, in program order) planned by
@@ -37,6 +37,8 @@ class MultiOp:
     device: int
     local: int
     kind: str
+    #: The host thread that issues it (its position in :attr:`MultiPlan.threads`).
+    thread: int = 0
     #: Peer copy ends (device positions); -1 for other kinds.
     src: int = -1
     dst: int = -1
@@ -64,6 +66,15 @@ class MultiPlan:
     communicators: dict[str, list[int]] = field(default_factory=dict)
     #: Per device, bytes of the per-op peer-copy and collective buffers it holds.
     extra_bytes: list[int] = field(default_factory=list)
+    #: The program's host threads (one per device, named after it, where it declares none)
+    #: and each one's device position.
+    threads: list[str] = field(default_factory=list)
+    thread_device: list[int] = field(default_factory=list)
+
+    def thread_order(self, thread: int) -> list[int]:
+        """The local indexes (in its device's plan) of the ops host thread ``thread`` issues,
+        in program order."""
+        return [op.local for op in self.ops if op.thread == thread]
 
     def device_bytes(self, d: int) -> int:
         return self.plans[d].device_bytes + self.extra_bytes[d]
@@ -83,9 +94,13 @@ class MultiPlan:
 
 
 def needs_multi(pipeline: Pipeline) -> bool:
-    """Whether the multi-device executor runs ``pipeline``: several devices, or any peer copy
-    or collective (even on one device)."""
-    return pipeline.is_multi_device or any(op.op in MULTI_DEVICE_OPS for op in pipeline.program)
+    """Whether the multi-device executor runs ``pipeline``: several devices, several host
+    threads on a device, or any peer copy or collective (even on one device)."""
+    return (
+        pipeline.is_multi_device
+        or pipeline.is_multi_thread
+        or any(op.op in MULTI_DEVICE_OPS for op in pipeline.program)
+    )
 
 
 def check_device_count(pipeline: Pipeline, available: int) -> None:
@@ -132,9 +147,13 @@ def make_multi_plan(pipeline: Pipeline, infos: list[DeviceInfo]) -> MultiPlan:
     extra = [0] * len(names)
     instances: dict[tuple[str, int], int] = {}
     ops: list[MultiOp] = []
+    threads = pipeline.thread_list()
+    thread_names = [t for t, _ in threads]
+    thread_of = {t: i for i, t in enumerate(thread_names)}
     for index, op in enumerate(pipeline.program):
         d, local = ops_by_index[index]
-        base = MultiOp(index=index, device=d, local=local, kind=op.op)
+        thread = thread_of[pipeline.op_thread(op)]
+        base = MultiOp(index=index, device=d, local=local, kind=op.op, thread=thread)
         if op.op == PEER_COPY:
             src = position.get(op.src_device or names[d], -1)
             dst = position.get(op.dst_device or names[d], -1)
@@ -152,7 +171,8 @@ def make_multi_plan(pipeline: Pipeline, infos: list[DeviceInfo]) -> MultiPlan:
             extra[d] += base.send_bytes + base.recv_bytes
         ops.append(base)
     _check_instances(ops, comms, names)
-    return MultiPlan(list(names), subs, plans, ops, comms, extra)
+    thread_device = [position[d] for _, d in threads]
+    return MultiPlan(list(names), subs, plans, ops, comms, extra, thread_names, thread_device)
 
 
 def _replace(op: MultiOp, **changes: object) -> MultiOp:

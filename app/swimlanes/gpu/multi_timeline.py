@@ -1,6 +1,7 @@
 """The measured :class:`Timeline` of a multi-device run, with the multi-device fields.
 
-Rows are in program order. Engines are named per device ("gpu0 H2D", "gpu0 D2H",
+Rows are in program order; a program that declares host threads also gets the thread columns
+(each thread's name and device, and the thread that issued each op), as a simulated one does. Engines are named per device ("gpu0 H2D", "gpu0 D2H",
 "gpu0 Compute", ...); a peer copy runs on its source device's D2H engine (on its device's
 compute engine when source and destination are one device) and uses the link source ->
 destination; a collective runs on its device's compute engine and uses the ring's links
@@ -19,6 +20,7 @@ from swimlanes.gpu.device_run import median_repetition, spread
 from swimlanes.gpu.multi_plan import MultiOp
 from swimlanes.gpu.probes import NvtxRanges
 from swimlanes.model.document import COLLECTIVE_OPS, PEER_COPY
+from swimlanes.timeline.thread_columns import check_thread_columns
 from swimlanes.timeline.timeline import NO_TIME, Timeline, TimelineBuilder, device_span_ns
 
 if TYPE_CHECKING:
@@ -114,7 +116,7 @@ def multi_timeline(
     meta = _meta(run, ranges, len(reps))
     meta["repetition_spans_us"] = [round(x / 1000.0, 3) for x in spans]
     kind = getattr(run, "link_kinds", {})
-    return b.build(
+    tl = b.build(
         with_spread=True, source="measured", device=" + ".join(i.name for i in infos),
         name=run.pipeline.name, meta=meta, device_names=list(names),
         stream_device=np.asarray([d for _, d in streams], dtype=np.int16),
@@ -125,6 +127,12 @@ def multi_timeline(
         link_op=np.asarray(link_op, dtype=np.int32),
         link_id=np.asarray(link_id, dtype=np.int16),
     )  # fmt: skip
+    if run.pipeline.host_threads:  # one host row per thread, as the simulated chart has
+        tl.thread_names = list(plan.threads)
+        tl.thread_device = np.asarray(plan.thread_device, dtype=np.int16)
+        tl.host_thread = np.asarray([op.thread for op in plan.ops], dtype=np.int16)
+        check_thread_columns(tl)
+    return tl
 
 
 def _global(ops: list[MultiOp], per_device: list[dict[str, np.ndarray]]) -> dict[str, np.ndarray]:
