@@ -78,7 +78,13 @@ def test_the_short_kernel_has_the_long_ones_lead_as_slack() -> None:
 WITHOUT_COLLECTIVES = [n for n in EXAMPLES if not n.startswith("ddp-")]
 
 
-@pytest.mark.parametrize("name", [n for n in WITHOUT_COLLECTIVES if n != "event-dependency"])
+# per-thread-default-stream is left out too: its two threads' H2D and D2H copies overlap and
+# slow each other (bidirectional_slowdown), so a D2H that starts later changes how fast the other
+# thread's H2D runs (by 1.8 us for a 95 us later kernel), which slack does not see either.
+SLACK_BLIND = ("event-dependency", "per-thread-default-stream")
+
+
+@pytest.mark.parametrize("name", [n for n in WITHOUT_COLLECTIVES if n not in SLACK_BLIND])
 def test_lengthening_a_kernel_within_its_slack_leaves_the_makespan(name: str) -> None:
     pipeline = load_pipeline(examples_dir() / f"{name}.json")
     preset = _preset_without_repeat_costs(_preset_for(pipeline))
