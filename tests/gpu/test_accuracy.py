@@ -13,11 +13,7 @@ from swimlanes.timeline.formats.io import load_run
 
 def _single_gpu_examples() -> list[str]:
     """The examples one H200 runs (the multi-GPU lessons need a machine of several)."""
-    return [
-        n
-        for n in example_names()
-        if not (p := load_pipeline(example_path(n))).is_multi_device and not p.is_multi_thread
-    ]
+    return [n for n in example_names() if not load_pipeline(example_path(n)).is_multi_device]
 
 
 def test_every_shipped_example_has_a_shipped_h200_measurement() -> None:

@@ -145,8 +145,10 @@ def test_on_a_gpu_the_threads_kernels_overlap_on_their_per_thread_streams() -> N
     kernels = {label: i for i, label in enumerate(tl.labels) if " k" in label}
     overlaps = [_overlap_us(tl, kernels[f"worker0 k{b}"], kernels[f"worker1 k{b}"])
                 for b in range(4)]  # fmt: skip
-    # two 600 us kernels of 132 blocks of 1024 threads fit on the GPU together
-    assert sum(o > 300 for o in overlaps) >= 2, overlaps
+    # Two 600 us kernels of 132 blocks of 1024 threads fit on the GPU together; each thread's
+    # copies put them about half a kernel apart (an H200, 2026-11-25: 272 to 296 us of overlap
+    # per batch; 289 us simulated). On one stream they would not overlap at all.
+    assert sum(o > 200 for o in overlaps) >= 2, overlaps
     legacy = execute(per_thread_streams_pipeline(legacy=True), repeat=5, warmup=1)
     assert tl.makespan_ns < 0.85 * legacy.makespan_ns, (tl.makespan_ns, legacy.makespan_ns)
 
