@@ -14,7 +14,8 @@ for f in ${EXAMPLES:-resources/examples/*.json}; do
     name=$(basename "$f" .json)
     python3 -m swimlanes codegen "$f" --lang python -o "/tmp/codegen/$name.py" >/dev/null
     gen=$(python3 "/tmp/codegen/$name.py" "$REPEAT" 2>&1 | tail -1)
-    run=$(python3 -m swimlanes run "$f" --repeat "$REPEAT" --json 2>&1 | python3 -c \
+    # stderr (a first calibration's progress) stays out of the JSON being read
+    run=$(python3 -m swimlanes run "$f" --repeat "$REPEAT" --json 2>"/tmp/codegen/$name.err" | python3 -c \
         "import json,sys; print(json.load(sys.stdin)['makespan_us'])" 2>&1)
     cu=""
     if command -v nvcc >/dev/null; then
