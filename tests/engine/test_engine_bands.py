@@ -122,3 +122,15 @@ def test_spread_round_trips_through_a_preset_file_and_is_checked() -> None:
     ]:
         with pytest.raises(ValueError, match=message):
             DevicePreset.from_dict({**data, "spread": bad})
+
+
+def test_a_band_is_refused_naming_what_the_pipeline_has_that_bands_do_not_handle() -> None:
+    from swimlanes.model.io import load_pipeline
+    from swimlanes.resources import example_path
+
+    threads = load_pipeline(example_path("per-thread-default-stream"))
+    with pytest.raises(BandRefused, match="several host threads"):
+        simulate_band(threads, get_preset("h200"), samples=16)
+    gpus = load_pipeline(example_path("peer-copy-split"))
+    with pytest.raises(BandRefused, match="several GPUs"):
+        simulate_band(gpus, get_preset("h200"), samples=16)

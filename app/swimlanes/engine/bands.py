@@ -130,7 +130,8 @@ def simulate_band(
     from swimlanes.engine.multi import needs_multi_device
 
     if needs_multi_device(pipeline):
-        raise BandRefused("prediction bands are not available for multi-device pipelines yet")
+        what = "several GPUs" if pipeline.is_multi_device else "several host threads"
+        raise BandRefused(f"prediction bands are not available yet for pipelines of {what}")
     n_ops = len(pipeline.program)
     if samples is None:
         samples = auto_samples(n_ops)
