@@ -48,6 +48,8 @@ ZOOM_STEP = 0.8
 PAN_STEP = 0.1
 #: Rows never get thinner than this (pixels): row titles stay apart and bars stay clickable.
 MIN_ROW_PX = 20
+#: How far below its axis pyqtgraph draws a bottom axis' title.
+AXIS_TITLE_NUDGE_PX = 5
 
 
 class GanttChart(RowGroupsMixin, QWidget):
@@ -84,6 +86,10 @@ class GanttChart(RowGroupsMixin, QWidget):
         self.plot_item.hideButtons()
         self.plot_item.setMenuEnabled(False)
         self.plot_item.getAxis("left").setWidth(110)
+        # pyqtgraph draws the time axis title 5 px below its axis (AxisItem.resizeEvent's
+        # nudge): a bottom margin that wide keeps the title inside the widget.
+        left, top, right, bottom = self.plot_item.layout.getContentsMargins()
+        self.plot_item.layout.setContentsMargins(left, top, right, max(bottom, AXIS_TITLE_NUDGE_PX))
         self.plot_widget.setFocusPolicy(Qt.FocusPolicy.StrongFocus)
         self.plot_widget.installEventFilter(self)
 
@@ -312,8 +318,8 @@ class GanttChart(RowGroupsMixin, QWidget):
         rows = max(len(self.rows_model.keys), 1)
         if max_rows is not None:
             rows = min(rows, max_rows)
-        # the plot item's own margins and the view's frame: a few pixels
-        return rows * MIN_ROW_PX + int(axis_h) + 8
+        # the plot item's own margins (the bottom one under the axis title) and the view's frame
+        return rows * MIN_ROW_PX + int(axis_h) + 8 + AXIS_TITLE_NUDGE_PX
 
     def set_time_axis_title_shown(self, on: bool) -> None:
         """Show or hide "time since start (ms)" under the time axis (its ticks stay)."""
