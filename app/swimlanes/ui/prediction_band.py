@@ -177,6 +177,7 @@ class PredictionBand(QObject):
 
     def _on_failed(self, err: object) -> None:
         self.label.setText(f"No prediction band: {err}")
+        self.label.setToolTip(f"No prediction band: {err}")  # the whole reason, if cut
         self.label.show()
 
     def _show_text(self) -> None:
