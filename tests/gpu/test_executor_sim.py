@@ -6,29 +6,13 @@ import), so this module never changes how other tests in this process see CUDA.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-HERE = Path(__file__).resolve().parent
+from sim_child import run_under_simulator
 
 
 @pytest.fixture(scope="module")
 def sim() -> dict:
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    out = subprocess.run(
-        [sys.executable, str(HERE / "sim_scenarios.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return run_under_simulator("sim_scenarios.py", timeout=120)
 
 
 def test_ops_are_issued_in_program_order_with_their_real_calls(sim: dict) -> None:

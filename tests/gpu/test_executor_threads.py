@@ -8,33 +8,17 @@ NUMBA_ENABLE_CUDASIM=1 (numba reads it at import); the last test needs a real GP
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
+from sim_child import run_under_simulator
 
 from swimlanes.model.document import Op
 from swimlanes.model.generators_threads import per_thread_streams_pipeline
 from swimlanes.timeline.timeline import NO_TIME
 
-HERE = Path(__file__).resolve().parent
-
 
 @pytest.fixture(scope="module")
 def sim() -> dict:
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    out = subprocess.run(
-        [sys.executable, str(HERE / "thread_sim_scenarios.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return run_under_simulator("thread_sim_scenarios.py")
 
 
 def _row(run: dict, label: str) -> int:

@@ -8,29 +8,13 @@ import), so this module never changes how other tests in this process see CUDA.
 
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
-
-HERE = Path(__file__).resolve().parent
+from sim_child import run_under_simulator
 
 
 @pytest.fixture(scope="module")
 def sim() -> dict:
-    env = {**os.environ, "NUMBA_ENABLE_CUDASIM": "1"}
-    out = subprocess.run(
-        [sys.executable, str(HERE / "multi_sim_scenarios.py")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=300,
-    )
-    assert out.returncode == 0, out.stderr
-    return json.loads(out.stdout)
+    return run_under_simulator("multi_sim_scenarios.py")
 
 
 def test_peer_copies_and_an_all_reduce_give_the_right_data(sim: dict) -> None:
