@@ -102,3 +102,24 @@ def test_op_missing_from_measurement_leaves_blanks(tmp_path: Path) -> None:
 def test_no_timeline_is_an_error(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="no timeline"):
         write_op_csv([], tmp_path / "x.csv")
+
+
+def test_csv_of_several_threads_or_gpus_says_whose_each_op_is() -> None:
+    import io
+
+    from swimlanes.services.simulation import simulate_file
+    from swimlanes.timeline.formats.csv_export import op_table_csv
+
+    examples = Path(__file__).resolve().parents[2] / "resources" / "examples"
+    _, one = simulate_file(examples / "two-streams.json", None)
+    assert next(csv.reader(io.StringIO(op_table_csv([one])))) == list(BASE_COLUMNS)
+    _, threads = simulate_file(examples / "per-thread-default-stream.json", None)
+    rows = list(csv.DictReader(io.StringIO(op_table_csv([threads]))))
+    assert "device" not in rows[0]  # one GPU
+    assert [r["host_thread"] for r in rows] == [
+        threads.host_thread_name(i) for i in range(len(threads))
+    ]
+    assert {r["host_thread"] for r in rows} == {"worker0", "worker1"}
+    _, gpus = simulate_file(examples / "peer-copy-split.json", None)
+    rows = list(csv.DictReader(io.StringIO(op_table_csv([gpus]))))
+    assert {r["device"] for r in rows} == set(gpus.device_names)

@@ -127,6 +127,19 @@ def _measured_cols(first: Timeline, meas: Timeline) -> list[list[str]]:
     return [list(row) for row in zip(*cols, strict=True)]
 
 
+def _placement_columns(tl: Timeline) -> dict[str, list[str]]:
+    """``device`` (where the timeline has several GPUs) and ``host_thread`` (where it names
+    host threads) of every row; empty for one GPU and one host thread."""
+    out: dict[str, list[str]] = {}
+    if len(tl.device_names) > 1:
+        names = [_text(name) for name in tl.device_names]
+        out["device"] = [names[d] for d in tl.host_device.tolist()]
+    if tl.thread_names:
+        names = [_text(name) for name in tl.thread_names]
+        out["host_thread"] = [names[t] for t in tl.host_thread.tolist()]
+    return out
+
+
 def op_table_csv(timelines: list[Timeline]) -> str:
     """The CSV text of the op table of ``timelines[0]``, with ``timelines[1]`` as measured
     columns when given."""
@@ -136,11 +149,17 @@ def op_table_csv(timelines: list[Timeline]) -> str:
     meas = timelines[1] if len(timelines) > 1 else None
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(BASE_COLUMNS + (MEASURED_COLUMNS if meas is not None else ()))
+    # A timeline of several host threads (or GPUs) gains the columns that say whose each op
+    # is, after all the others so that a reader of the usual columns is not disturbed.
+    where = _placement_columns(first)
+    writer.writerow(BASE_COLUMNS + (MEASURED_COLUMNS if meas is not None else ()) + tuple(where))
     rows = _base_rows(first)
     if meas is not None:
         for row, extra in zip(rows, _measured_cols(first, meas), strict=True):
             row.extend(extra)
+    for values in where.values():
+        for row, value in zip(rows, values, strict=True):
+            row.append(value)
     writer.writerows(rows)
     return out.getvalue()
 
