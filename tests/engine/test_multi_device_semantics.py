@@ -155,6 +155,14 @@ def test_a_collective_longer_than_the_simulator_allows_is_refused() -> None:
         simulate(machine(2, program), slow)
 
 
+def test_kernels_of_more_waves_than_the_simulator_takes_are_refused_at_once() -> None:
+    # 2**31 - 1 blocks of 1024 threads: 8 million waves on 128 SMs; the fast engine's limit
+    # (one pipeline, 2**20 waves) holds for several devices too instead of a minute's run.
+    program = [kernel("c0", 10.0), kernel("c1", 100.0, blocks=2**31 - 1)]
+    with pytest.raises(MultiDeviceError, match=r"program\[1\]\.blocks: the kernels need \d+ waves"):
+        simulate(machine(2, program), IDEAL8)
+
+
 # -- (c) peer copies -----------------------------------------------------------------------------------
 def _peer(stream: str, src: str, dst: str, nbytes: int) -> Op:
     return Op("peer_copy", stream=stream, src_device=src, dst_device=dst, bytes=nbytes)

@@ -16,6 +16,7 @@ from dataclasses import replace
 
 import numpy as np
 
+from swimlanes.engine import plan_model
 from swimlanes.engine.plan import MAX_OP_NS
 from swimlanes.engine.presets import DevicePreset, get_preset
 from swimlanes.engine.reference.collectives import instances
@@ -70,14 +71,28 @@ def simulate_multi_device(
 
 
 def _check_times(ops: list[OpFacts], preset: DevicePreset) -> None:
-    """Every op's time alone within the simulator's per-op limit (as plan.py checks for the
-    fast engine), so that every time of the run fits its int64 clock."""
+    """Every op's time alone within the simulator's per-op limit, and the kernels' waves of
+    thread blocks within its limit for one pipeline (as plan.py checks for the fast engine),
+    so that every time of the run fits its int64 clock and the run ends in reasonable time."""
+    waves, most = 0, (0, -1)  # (waves of one kernel, its index)
     for op in ops:
         if op.solo_ns > MAX_OP_NS:
             raise MultiDeviceError(
                 f"program[{op.index}]: this {op.kind} takes {op.solo_ns / 1000.0:.4g} us on "
                 f"{preset.name}: the simulator takes at most {MAX_OP_NS / 1000.0:g} us per op"
             )
+        if op.kernel is not None:
+            w = -(-op.kernel.blocks // max(1, op.kernel.max_resident))
+            waves += w
+            most = max(most, (w, op.index))
+    limit = plan_model.MAX_BLOCK_WAVES
+    if waves > limit:
+        raise MultiDeviceError(
+            f"program[{most[1]}].blocks: the kernels need {waves} waves of thread blocks on "
+            f"{preset.name} ({most[0]} of them for this kernel): the simulator takes at most "
+            f"{limit} in one pipeline (fewer blocks, or smaller blocks, so that more run at "
+            "once)"
+        )
 
 
 def multi_timeline(system: System, name: str) -> Timeline:
