@@ -22,34 +22,12 @@ from swimlanes.model.document import (
     Op,
     Pipeline,
 )
-from swimlanes.model.op_kinds import op_kind, register_layer
+from swimlanes.model.op_kinds import REGISTRY, op_kind
 
-MIB = 1024 * 1024
-#: A new collective's size: PyTorch DDP's default gradient bucket (25 MiB).
-COLLECTIVE_BYTES = 25 * MIB
-_COPY = {"bytes": 64 * MIB, "host_memory": "pinned", "is_async": True}
-_DEVICE_COPY = {"bytes": 64 * MIB, "is_async": True}
 #: Per kind, the Op fields a new op of that kind gets (besides its stream, event, label and
-#: devices, which depend on the document: see :func:`new_op`).
-NEW_OP_FIELDS: dict[str, dict[str, Any]] = {
-    "h2d": _COPY,
-    "d2h": _COPY,
-    "d2d": _DEVICE_COPY,
-    "memset": _DEVICE_COPY,
-    "kernel": {"blocks": 1024, "threads": 256, "duration_us": 100.0},
-    "event_record": {},
-    "event_wait": {},
-    "event_sync": {},
-    "stream_sync": {},
-    "device_sync": {},
-    "host": {"duration_us": 10.0},
-    "host_func": {"duration_us": 10.0},
-    "malloc": {"bytes": 64 * MIB},
-    "free": {},
-    PEER_COPY: {"bytes": 64 * MIB},
-    **{kind: {"bytes": COLLECTIVE_BYTES} for kind in COLLECTIVE_OPS},
-}
-register_layer("op_defaults", NEW_OP_FIELDS)
+#: devices, which depend on the document: see :func:`new_op`): each kind's ``defaults`` in
+#: the op-kind registry.
+NEW_OP_FIELDS: dict[str, dict[str, Any]] = {k.name: dict(k.defaults) for k in REGISTRY}
 #: The Op attributes that name devices or a communicator.
 DEVICE_FIELDS: tuple[str, ...] = ("device", "src_device", "dst_device", "communicator", "root")
 #: The Op attributes an edit may change (not its identity or unknown keys).
@@ -92,7 +70,7 @@ def converted_fields(op: Op, kind: str, pipeline: Pipeline) -> dict[str, Any]:
     if takes_stream(kind):
         out["stream"] = op.stream
     if kind in COPY_OPS or kind == "memset":
-        out["bytes"] = op.bytes or 64 * MIB
+        out["bytes"] = op.bytes or NEW_OP_FIELDS[kind]["bytes"]
         if op.op in COPY_OPS or op.op == "memset":
             out["is_async"] = op.is_async
             out["duration_us"] = op.duration_us

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 #: Where an op's device work runs. ``none``: it takes no engine time (event ops, syncs and
 #: host-only ops); ``host``: the host thread itself is busy.
@@ -58,6 +59,9 @@ class OpKind:
     cuda_call: str
     help: str
     multi_device: bool = False
+    #: What a new op of this kind holds (the editor's palette drop), as (field, value) pairs of
+    #: ``Op`` attributes: its stream, event, label and devices depend on the document.
+    defaults: tuple[tuple[str, Any], ...] = ()
 
     def __post_init__(self) -> None:
         if self.engine not in ENGINES:
@@ -81,28 +85,39 @@ _COLLECTIVE_HELP = (
 
 #: Every op kind, in the order of the document's ``OP_KINDS`` (a timeline's ``kind`` column
 #: indexes it, so new kinds are appended, never inserted).
+_MIB = 1 << 20
+#: A new copy's, memset's or allocation's size; a new collective's is PyTorch DDP's default
+#: gradient bucket.
+_NEW_BYTES, _NEW_COLLECTIVE_BYTES = 64 * _MIB, 25 * _MIB
+_NEW_HOST_COPY = (("bytes", _NEW_BYTES), ("host_memory", "pinned"), ("is_async", True))
+_NEW_DEVICE_COPY = (("bytes", _NEW_BYTES), ("is_async", True))
+
 REGISTRY: tuple[OpKind, ...] = (
     OpKind(
         "h2d", "H2D copy", "H2D copy", _SKY_BLUE, "copy_h2d", True, "depends", _COPY_FIELDS,
         ("bytes",), "cudaMemcpyAsync(..., cudaMemcpyHostToDevice)",
         "Copies host memory to the device on a copy engine; from pageable memory the host "
         "stages the data first.",
+        defaults=_NEW_HOST_COPY,
     ),
     OpKind(
         "d2h", "D2H copy", "D2H copy", _ORANGE, "copy_d2h", True, "depends", _COPY_FIELDS,
         ("bytes",), "cudaMemcpyAsync(..., cudaMemcpyDeviceToHost)",
         "Copies device memory to the host on a copy engine; to pageable memory the host "
         "waits until it is done.",
+        defaults=_NEW_HOST_COPY,
     ),
     OpKind(
         "d2d", "D2D copy", "D2D copy", _YELLOW, "sms", True, "depends",
         ("stream", "async"), ("bytes",), "cudaMemcpyAsync(..., cudaMemcpyDeviceToDevice)",
         "Copies between two device buffers, inside device memory.",
+        defaults=_NEW_DEVICE_COPY,
     ),
     OpKind(
         "memset", "Memset", "Memset", _GREY, "sms", True, "depends",
         ("stream", "async"), ("bytes",), "cudaMemsetAsync",
         "Fills device memory with a byte value, on the stream.",
+        defaults=_NEW_DEVICE_COPY,
     ),
     OpKind(
         "kernel", "Kernel", "Kernel", _GREEN, "sms", True, "never",
@@ -110,6 +125,7 @@ REGISTRY: tuple[OpKind, ...] = (
         ("blocks", "threads"),
         "kernel<<<grid, block, 0, stream>>>",
         "Launches a grid of thread blocks that the SMs run; concurrent kernels share the SMs.",
+        defaults=(("blocks", 1024), ("threads", 256), ("duration_us", 100.0)),
     ),
     OpKind(
         "event_record", "Event record", "Event", _PURPLE, "none", True, "never",
@@ -142,16 +158,19 @@ REGISTRY: tuple[OpKind, ...] = (
         "host", "Host work", "Host work", _BLUE, "host", False, "busy",
         ("device",), ("duration_us",), "host work (CPU busy)",
         "The host thread is busy with CPU work for a while and issues nothing.",
+        defaults=(("duration_us", 10.0),),
     ),
     OpKind(
         "host_func", "Host function", "Host function", _BLUE, "callback", True, "never",
         ("stream",), (), "cudaLaunchHostFunc",
         "Runs a host function in stream order; the stream waits for it to return.",
+        defaults=(("duration_us", 10.0),),
     ),
     OpKind(
         "malloc", "Malloc", "Memory", "#4D4D4D", "none", False, "never",
         ("device",), (), "cudaMalloc",
         "Allocates device memory; it synchronises the device implicitly.",
+        defaults=(("bytes", _NEW_BYTES),),
     ),
     OpKind(
         "free", "Free", "Memory", "#4D4D4D", "none", False, "always",
@@ -165,12 +184,14 @@ REGISTRY: tuple[OpKind, ...] = (
         "Copies from one device's memory to another's over NVLink or PCIe, on a copy engine "
         "at each end; a copy from a device to itself stays in its memory.",
         multi_device=True,
+        defaults=(("bytes", _NEW_BYTES),),
     ),
     OpKind(
         "all_reduce", "All-reduce", "Collective", "#A05A2C", "collective", True, "never",
         _COLLECTIVE_FIELDS, ("bytes", "communicator"), "ncclAllReduce",
         "Sums a buffer across devices and leaves the sum on every one. " + _COLLECTIVE_HELP,
         multi_device=True,
+        defaults=(("bytes", _NEW_COLLECTIVE_BYTES),),
     ),
     OpKind(
         "reduce_scatter", "Reduce-scatter", "Collective", "#A05A2C", "collective", True,
@@ -178,6 +199,7 @@ REGISTRY: tuple[OpKind, ...] = (
         "Sums a buffer across devices and leaves one slice of the sum on each. "
         + _COLLECTIVE_HELP,
         multi_device=True,
+        defaults=(("bytes", _NEW_COLLECTIVE_BYTES),),
     ),
     OpKind(
         "all_gather", "All-gather", "Collective", "#A05A2C", "collective", True, "never",
@@ -185,12 +207,14 @@ REGISTRY: tuple[OpKind, ...] = (
         "Gathers every device's slice into a whole buffer on every device (bytes: the whole "
         "buffer). " + _COLLECTIVE_HELP,
         multi_device=True,
+        defaults=(("bytes", _NEW_COLLECTIVE_BYTES),),
     ),
     OpKind(
         "broadcast", "Broadcast", "Collective", "#A05A2C", "collective", True, "never",
         (*_COLLECTIVE_FIELDS, "root"), ("bytes", "communicator"), "ncclBroadcast",
         "Copies the root device's buffer to every device. " + _COLLECTIVE_HELP,
         multi_device=True,
+        defaults=(("bytes", _NEW_COLLECTIVE_BYTES),),
     ),
 )  # fmt: skip
 
