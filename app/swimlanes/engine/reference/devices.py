@@ -164,10 +164,14 @@ class CopyEngines:
         return min(range(len(ready)), key=lambda pos: key(ready[pos]))
 
     def dispatch(self, t: int, started: list[int]) -> None:
-        """Every idle engine that has rested takes its next copy (appended to ``started``)."""
+        """Every idle engine that has rested takes its next copy (appended to ``started``).
+        The speeds are set once all of this instant's copies have started: a copy that meets
+        the other direction pays its fixed cost at the speed it runs at from then on, not at
+        the speed of a moment when only some of the copies starting with it had started."""
+        count = len(started)
         for e in self.engines:
             ready = self.ready[e.pool]
-            if e.op >= 0 or not ready:
+            if e.op >= 0 or not ready or self.held_elsewhere(e):
                 continue
             if e.free_at > t:
                 if e.wake_at != e.free_at:
@@ -180,7 +184,13 @@ class CopyEngines:
             e.factor = 0.0  # "no speed yet": the update below gives it one and an end
             self.running[copy.direction] += 1
             started.append(copy.op)
+        if len(started) > count:
             self.update_speeds(t)
+
+    def held_elsewhere(self, e: CopyEngine) -> bool:
+        """Whether ``e`` is taken by something other than a copy of its pool (a peer copy
+        holds it: links.HeldCopyEngines); one device alone: never."""
+        return False
 
     def finish(self, e: CopyEngine, t: int) -> int:
         """``e``'s copy ended at ``t``: the engine rests; the other copies' speeds change."""

@@ -23,7 +23,6 @@ from swimlanes.engine.reference.devices import (
     Clock,
     CopyEngine,
     CopyEngines,
-    CopyRestOver,
 )
 
 
@@ -102,24 +101,9 @@ class HeldCopyEngines(CopyEngines):
         e.free_at = t + self.rest[e.direction][False]
         e.last_stream = stream
 
-    def dispatch(self, t: int, started: list[int]) -> None:
-        """As CopyEngines.dispatch, but an engine a peer copy holds takes nothing."""
-        for e in self.engines:
-            ready = self.ready[e.pool]
-            if e.op >= 0 or e.index in self.held or not ready:
-                continue
-            if e.free_at > t:
-                if e.wake_at != e.free_at:
-                    e.wake_at = e.free_at
-                    self.clock.at(e.free_at, CopyRestOver(e))
-                continue
-            copy = ready.pop(self.choose(ready, e.last_stream))
-            e.op, e.last_stream, e.direction = copy.op, copy.stream, copy.direction
-            e.since, e.remaining, e.contended = t, float(copy.work_ns), False
-            e.factor = 0.0
-            self.running[copy.direction] += 1
-            started.append(copy.op)
-            self.update_speeds(t)
+    def held_elsewhere(self, e: CopyEngine) -> bool:
+        """A peer copy holds ``e``: it takes no copy of its own pool meanwhile."""
+        return e.index in self.held
 
 
 class Links:
