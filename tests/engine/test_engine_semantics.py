@@ -553,3 +553,20 @@ def test_host_func_runs_in_stream_order() -> None:
     tl = simulate(pipe(S12, *program), IDEAL)
     assert span(tl, 1) == (1 * MS, 1500 * US)
     assert tl.start[2] == 1500 * US
+
+
+def test_copies_starting_together_against_the_other_direction_pay_the_fixed_cost_alike() -> None:
+    from swimlanes.engine.reference import simulate_reference
+
+    # Two D2H engines take two equal copies at one instant while an H2D runs: each pays the
+    # fixed cost of running against the other direction at the speed they share (the
+    # reference used to charge the first of the two at the speed it had alone for a moment).
+    dev = replace(IDEAL, copy_engines_per_direction=2, bidirectional_overhead_us=0.5)
+    streams = [Stream("s0"), Stream("s1"), Stream("s2")]
+    program = [Op("h2d", stream="s0", bytes=1 << 20), Op("d2h", stream="s1", bytes=1 << 20),
+               Op("d2h", stream="s2", bytes=1 << 20)]  # fmt: skip
+    fast = simulate(pipe(streams, *program), dev)
+    reference = simulate_reference(pipe(streams, *program), dev)
+    assert fast.start[1] == fast.start[2] and fast.end[1] == fast.end[2]
+    for col in ("start", "end"):
+        assert getattr(reference, col).tolist() == getattr(fast, col).tolist()
