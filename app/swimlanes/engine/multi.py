@@ -85,13 +85,9 @@ def _check_times(ops: list[OpFacts], preset: DevicePreset) -> None:
             w = -(-op.kernel.blocks // max(1, op.kernel.max_resident))
             waves += w
             most = max(most, (w, op.index))
-    limit = plan_model.MAX_BLOCK_WAVES
-    if waves > limit:
+    if waves > plan_model.MAX_BLOCK_WAVES:
         raise MultiDeviceError(
-            f"program[{most[1]}].blocks: the kernels need {waves} waves of thread blocks on "
-            f"{preset.name} ({most[0]} of them for this kernel): the simulator takes at most "
-            f"{limit} in one pipeline (fewer blocks, or smaller blocks, so that more run at "
-            "once)"
+            plan_model.too_many_waves(most[1], waves, most[0], "this kernel", preset.name)
         )
 
 

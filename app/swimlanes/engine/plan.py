@@ -281,12 +281,7 @@ def _check_work(
         n = most[1]
         i = first[n]
         these = "this kernel" if count[n] == 1 else f"the {count[n]} kernels like this one"
-        raise ValueError(
-            f"program[{i}].blocks: the kernels need {total_waves} waves of thread blocks on "
-            f"{preset.name} ({most[0]} of them for {these}): the simulator takes at most "
-            f"{max_waves} in one pipeline (fewer blocks, or smaller blocks, so that more "
-            "run at once)"
-        )
+        raise ValueError(_model.too_many_waves(i, total_waves, most[0], these, preset.name))
     if checks > max_checks:
         raise ValueError(
             f"program: {checks // max(1, n_streams)} ops on the legacy default stream or "

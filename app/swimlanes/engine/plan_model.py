@@ -70,6 +70,20 @@ MAX_TOTAL_NS = 1 << 60
 #: this bounds that work to about 2 s however many blocks a kernel has (the validator allows
 #: CUDA's 2**31 - 1 per kernel: 8 million waves of 1024-thread blocks on an H200).
 MAX_BLOCK_WAVES = 1 << 20
+
+
+def too_many_waves(index: int, waves: int, most: int, these: str, preset_name: str) -> str:
+    """The refusal of a pipeline whose kernels need ``waves`` waves of thread blocks, past
+    MAX_BLOCK_WAVES, naming op ``index`` (``these``: that kernel, or the kernels like it,
+    which need ``most`` of them)."""
+    return (
+        f"program[{index}].blocks: the kernels need {waves} waves of thread blocks on "
+        f"{preset_name} ({most} of them for {these}): the simulator takes at most "
+        f"{MAX_BLOCK_WAVES} in one pipeline (fewer blocks, or smaller blocks, so that more "
+        "run at once)"
+    )
+
+
 #: Ops on the legacy default stream, device-wide synchronisations (device_sync, free) and
 #: implicit ones (malloc, synchronous memset) each look at every stream: at most this many
 #: such looks (about 0.15 us each; 16,384 such ops with 1,024 streams, any number with 8).

@@ -440,5 +440,6 @@ def _span(tl: Timeline, r: int) -> dict[str, float]:
 
 def _gap_after(tl: Timeline, row: int) -> float:
     """Microseconds from the end of op ``row`` to the start of op ``row + 1``."""
-    _dur(tl, row), _dur(tl, row + 1)  # both measured, or a clear error
+    for measured in (row, row + 1):
+        _dur(tl, measured)  # both spans measured, or a clear error naming the op
     return (int(tl.start[row + 1]) - int(tl.end[row])) / 1000.0
