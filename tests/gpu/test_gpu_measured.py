@@ -215,3 +215,18 @@ def test_a_synchronous_memset_on_a_stream_is_timed_with_the_rest_of_its_stream()
     tl = run(p, backend="cupti")
     assert not tl.meta.get("cupti_unmatched")
     assert tl.on_device.sum() == 5
+
+
+def test_a_host_function_runs_while_the_issuing_thread_is_busy() -> None:
+    # A C++ program's callback runs on the driver's thread whatever the issuing thread does.
+    # Launched through cuda.bindings, the callback first took the GIL and so waited for a host
+    # op's Python busy loop to end (365 to 380 us after its kernel, H200, 2026-11-25).
+    rounds = 8
+    program: list[dict] = []
+    for _ in range(rounds):
+        program += [kernel("s", 1, 50, threads=32),
+                    {"op": "host_func", "stream": "s", "duration_us": 1},
+                    {"op": "host", "duration_us": 400}, {"op": "stream_sync", "stream": "s"}]  # fmt: skip
+    tl = run(doc([{"name": "s"}], program))
+    lags = sorted((int(tl.start[r + 1]) - int(tl.end[r])) / 1000.0 for r in range(0, 4 * rounds, 4))
+    assert lags[rounds // 2] < 250, lags

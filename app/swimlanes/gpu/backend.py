@@ -51,7 +51,6 @@ class NumbaBackend:
         self._device = cuda.get_current_device()
         self._live = 0
         self._kernels: Any = None
-        self._host_fn: Any = None
 
     # -- errors and facts -------------------------------------------------------------------
     def check(self, result: Any, call: str) -> Any:
@@ -320,13 +319,17 @@ class NumbaBackend:
         return self._simple(self.drv.cuCtxSynchronize)
 
     def prepare_host_func(self, s: StreamHandle, slot: np.ndarray) -> Step:
-        if self._host_fn is None:
-            from swimlanes.gpu.hostfunc import host_func_pointer
+        from swimlanes.gpu.hostfunc import launch_host_func
 
-            self._host_fn = self.drv.CUhostFn(host_func_pointer())
-        return self._simple(
-            self.drv.cuLaunchHostFunc, self.drv.CUstream(s.handle), self._host_fn, slot.ctypes.data
-        )
+        launch = launch_host_func()
+        stream, data = int(self.drv.CUstream(s.handle)), slot.ctypes.data
+
+        def step() -> None:
+            err = launch(stream, data)
+            if err:  # CUDA_SUCCESS is 0
+                self.check((self.drv.CUresult(err),), "cuLaunchHostFunc")
+
+        return step
 
     def prepare_malloc(self, slots: list[int], slot: int, nbytes: int) -> Step:
         d, check = self.drv, self.check

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ctypes
 import functools
+from collections.abc import Callable
 
 import numpy as np
 
@@ -53,3 +54,24 @@ def host_func_pointer() -> int:
     address = callback.address
     assert address is not None  # a cfunc given its signature is compiled at once
     return int(address)
+
+
+@functools.cache
+def launch_host_func() -> Callable[[int, int], int]:
+    """``launch(stream, slot_address) -> CUresult``: ``cuLaunchHostFunc`` of the native
+    callback, called straight into the driver library.
+
+    Not through ``cuda.bindings.driver.cuLaunchHostFunc``: that wraps every host function in a
+    callback that takes the GIL before calling it, so the callback would wait while the thread
+    issuing the pipeline runs Python (a ``host`` op's busy loop, the code between two calls),
+    which a C++ program's callback never does."""
+    libcuda = ctypes.CDLL("libcuda.so.1")
+    call = libcuda.cuLaunchHostFunc
+    call.argtypes = [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_void_p]
+    call.restype = ctypes.c_int
+    fn = host_func_pointer()
+
+    def launch(stream: int, data: int) -> int:
+        return int(call(stream, fn, data))
+
+    return launch
