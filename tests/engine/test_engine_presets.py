@@ -161,10 +161,14 @@ def test_a_streaming_kernel_with_few_elements_per_thread_computes_at_its_tail_ra
         name="g", sm_count=100, peak_tflops=10.0, memory_gbps=1e6, roofline_overlap=0.0,
         roofline_tail_efficiency=0.5,
     )  # fmt: skip
-    # 8 MB is 1M elements of 8 bytes: 250k threads or more run the one-element loop (the
-    # traffic, 8 ns, adds up with the compute: roofline_overlap 0).
-    assert gpu.roofline_ns(1e6, 8_000_000, blocks=1000, threads=256, per_sm=8) == 8 + 200
-    assert gpu.roofline_ns(1e6, 8_000_000, blocks=100, threads=256, per_sm=8) == 8 + 100
+    # 8 MB is 1M elements of 8 bytes (the traffic, 8 ns, adds up with the compute:
+    # roofline_overlap 0). 250k threads take four each, all in the four-at-a-time loop; 500k
+    # threads take two each, all one by one, at half the rate.
+    assert gpu.roofline_ns(1e6, 8_000_000, blocks=1000, threads=250, per_sm=8) == 8 + 100
+    assert gpu.roofline_ns(1e6, 8_000_000, blocks=2000, threads=250, per_sm=8) == 8 + 200
+    # 256k threads: 232k take four, 24k take three one by one (7.2% of the elements, each at
+    # half the rate): 100 x (0.928 + 0.072 / 0.5) = 107.2.
+    assert gpu.roofline_ns(1e6, 8_000_000, blocks=1000, threads=256, per_sm=8) == 8 + 107
     # Work without traffic (the FMA kernel) and traffic without work are not slowed.
     assert gpu.roofline_ns(1e6, 0, blocks=1000, threads=256, per_sm=8) == 100
     assert gpu.roofline_ns(0, 8_000_000, blocks=1000, threads=256, per_sm=8) == 8
@@ -180,3 +184,23 @@ def test_a_kernel_with_traffic_pays_the_startup_once() -> None:
     for name in ("a100", "rtx4090", "ideal", "c1060"):  # built from published figures: none
         assert get_preset(name).roofline_startup_us == 0.0
         assert get_preset(name).roofline_tail_efficiency == 1.0
+
+
+def test_a_roofline_kernel_with_few_warps_per_sm_hides_less_of_its_traffic() -> None:
+    from swimlanes.engine.presets import DevicePreset
+
+    gpu = DevicePreset(
+        name="g", sm_count=100, peak_tflops=10.0, memory_gbps=1000.0, max_threads_per_sm=2048,
+        roofline_overlap=0.5, roofline_overlap_by_occupancy=True,
+    )  # fmt: skip
+    # 1e6 flops take 100 ns at the peak, 100_000 bytes 100 ns: full occupancy (8 blocks of
+    # 256 threads per SM, 64 warps) hides half of the shorter part.
+    assert gpu.roofline_ns(1e6, 100_000, blocks=800, threads=256, per_sm=8) == 150
+    # One block of 256 threads per SM (8 warps of 64) hides an eighth of that half.
+    assert gpu.roofline_ns(1e6, 100_000, blocks=100, threads=256, per_sm=8) == 194
+    # Without the rule the overlap is the same whatever the grid.
+    constant = DevicePreset(
+        name="c", sm_count=100, peak_tflops=10.0, memory_gbps=1000.0, max_threads_per_sm=2048,
+        roofline_overlap=0.5,
+    )  # fmt: skip
+    assert constant.roofline_ns(1e6, 100_000, blocks=100, threads=256, per_sm=8) == 150

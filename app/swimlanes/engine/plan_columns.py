@@ -255,6 +255,14 @@ def _kernels(
         extra[r] = shape
 
 
+def _main_loop_fraction(elements: np.ndarray, threads: np.ndarray) -> np.ndarray:
+    """preset_model.main_loop_fraction of each kernel."""
+    elements, threads = elements.astype(np.int64), threads.astype(np.int64)
+    q, r = np.divmod(elements, np.maximum(threads, 1))
+    main = r * ((q + 1) // 4 * 4) + (threads - r) * (q // 4 * 4)
+    return np.where(elements > 0, main / np.maximum(elements, 1), 1.0)
+
+
 def _roofline(
     p: DevicePreset, flops: np.ndarray, nbytes: np.ndarray, blocks: np.ndarray,
     threads: np.ndarray, per_sm: np.ndarray,
@@ -269,13 +277,18 @@ def _roofline(
         compute_rate = np.minimum(compute_rate, sms * per_sm_rate)
     if p.warp_gbps:
         memory_rate = np.minimum(memory_rate, (sms * warps) * p.warp_gbps)
+    both = (flops > 0) & (nbytes > 0)
     if p.roofline_tail_efficiency != 1.0:  # the one-element loop: see DevicePreset
-        few = nbytes // ROOFLINE_BYTES_PER_ELEMENT < 4 * blocks * threads
-        tail = (flops > 0) & (nbytes > 0) & few
-        compute_rate = np.where(tail, compute_rate * p.roofline_tail_efficiency, compute_rate)
+        main = _main_loop_fraction(nbytes // ROOFLINE_BYTES_PER_ELEMENT, blocks * threads)
+        slowdown = main + (1.0 - main) / p.roofline_tail_efficiency
+        compute_rate = np.where(both, compute_rate / slowdown, compute_rate)
+    overlap: np.ndarray | float = p.roofline_overlap
+    if p.roofline_overlap_by_occupancy:
+        occupancy = np.minimum(1.0, warps * 32 / p.max_threads_per_sm)
+        overlap = np.where(both, p.roofline_overlap * occupancy, p.roofline_overlap)
     compute = flops / compute_rate
     memory = nbytes / memory_rate
-    exposed = (1.0 - p.roofline_overlap) * np.minimum(compute, memory)
+    exposed = (1.0 - overlap) * np.minimum(compute, memory)
     startup = np.where(nbytes > 0, p.roofline_startup_us * 1000.0, 0.0)
     value = np.maximum(compute, memory) + exposed + startup
     # max(1, round(value)): values below 0.5 round to 0 and become 1.

@@ -25,7 +25,14 @@ ROOFLINE_BYTES_PER_ELEMENT = 8
 #: The streaming kernel's own figures, fitted on the fidelity benchmark's training halves
 #: (H100 and H200, 2026-11-24; kernels that ran alone): they describe the kernel's code, not
 #: the host, and ``swimlanes calibrate`` writes them into every preset it makes.
-FITTED_ROOFLINE: dict[str, float] = {"roofline_startup_us": 3.0, "roofline_tail_efficiency": 0.6}
+#: ``roofline_overlap_by_occupancy`` is the rule the fidelity benchmark's kernels that ran alone
+#: showed (2026-11-25): at low occupancy the measured times exceeded the constant overlap's by a
+#: quarter to a third.
+FITTED_ROOFLINE: dict[str, float | bool] = {
+    "roofline_startup_us": 3.0,
+    "roofline_tail_efficiency": 0.6,
+    "roofline_overlap_by_occupancy": True,
+}
 
 
 def _issue_costs(**overrides: float) -> dict[str, float]:
@@ -51,6 +58,16 @@ _NUMBA_COSTS = _issue_costs(
     malloc=15.0,
     free=10.0,
 )
+
+
+def main_loop_fraction(elements: int, threads: int) -> float:
+    """The fraction of a synthetic roofline kernel's data elements that its threads take four
+    at a time: a grid of ``threads`` threads strides over ``elements`` elements, each thread
+    taking groups of four while it has four left and the rest one by one."""
+    if elements <= 0 or threads <= 0:
+        return 1.0
+    q, r = divmod(elements, threads)  # r threads have q + 1 elements, the others q
+    return (r * ((q + 1) // 4 * 4) + (threads - r) * (q // 4 * 4)) / elements
 
 
 @dataclass(frozen=True)
@@ -126,15 +143,20 @@ class DevicePreset:
     #: after the other. The synthetic kernel that runs such an op loads, computes and stores in
     #: turn, so on an H200 its parts mostly add up.
     roofline_overlap: float = 1.0
+    #: Whether that overlap needs warps to hide behind each other: with it, a kernel whose grid
+    #: keeps fewer warps resident per SM than the SM holds (``max_threads_per_sm`` / 32) hides
+    #: that fraction of ``roofline_overlap`` only (:data:`FITTED_ROOFLINE`).
+    roofline_overlap_by_occupancy: bool = False
     #: Device time a kernel timed by ``bytes`` (with or without ``flops``) takes beyond its
     #: roofline: its first loads' latency and the grid's ramp up and down, which a short
     #: kernel cannot hide (:data:`FITTED_ROOFLINE`).
     roofline_startup_us: float = 0.0
-    #: Compute rate, as a fraction of the full one, of a kernel timed by ``flops`` and
-    #: ``bytes`` whose grid has more than a quarter as many threads as its data has elements
-    #: (:data:`ROOFLINE_BYTES_PER_ELEMENT` bytes each): the synthetic kernel then runs its
-    #: one-element loop, 4 FMAs per loop trip instead of 16, and spends more of its issue
-    #: slots on the loop itself (:data:`FITTED_ROOFLINE`).
+    #: Compute rate, as a fraction of the full one, of the elements of a kernel timed by
+    #: ``flops`` and ``bytes`` that its synthetic kernel runs through its one-element loop (4
+    #: FMAs per loop trip instead of 16, more issue slots spent on the loop itself): each
+    #: thread takes its elements (:data:`ROOFLINE_BYTES_PER_ELEMENT` bytes each) four at a time
+    #: while it has four, the rest one by one (:func:`main_loop_fraction`;
+    #: :data:`FITTED_ROOFLINE`).
     roofline_tail_efficiency: float = 1.0
     #: Device-side delay from a kernel launch call returning to its first block starting.
     kernel_launch_latency_us: float = 4.0
@@ -265,12 +287,16 @@ class DevicePreset:
                 compute_rate = min(compute_rate, sms * per_sm_rate)
             if self.warp_gbps:
                 memory_rate = min(memory_rate, sms * warps * self.warp_gbps)
-        few_elements = nbytes and nbytes // ROOFLINE_BYTES_PER_ELEMENT < 4 * blocks * threads
-        if flops and few_elements and blocks > 0 and threads > 0:
-            compute_rate *= self.roofline_tail_efficiency
+        overlap = self.roofline_overlap
+        if flops and nbytes and blocks > 0 and threads > 0:
+            if self.roofline_tail_efficiency != 1.0:
+                main = main_loop_fraction(nbytes // ROOFLINE_BYTES_PER_ELEMENT, blocks * threads)
+                compute_rate /= main + (1.0 - main) / self.roofline_tail_efficiency
+            if self.roofline_overlap_by_occupancy and per_sm > 0:
+                overlap *= min(1.0, warps * 32 / self.max_threads_per_sm)
         compute = (flops or 0.0) / compute_rate
         memory = (nbytes or 0) / memory_rate
-        exposed = (1.0 - self.roofline_overlap) * min(compute, memory)
+        exposed = (1.0 - overlap) * min(compute, memory)
         startup = self.roofline_startup_us * 1000.0 if nbytes else 0.0
         return max(1, round(max(compute, memory) + exposed + startup))
 
