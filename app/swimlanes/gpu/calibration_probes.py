@@ -245,11 +245,13 @@ class Calibration:
     def host_func_latency(self) -> dict[str, float]:
         """How long after the kernel before it ends a host function starts (its callback
         thread wakes), while the host thread goes on making calls, as a pipeline's does.
-        On H100 and H200 hosts (2026-11-25) this measured 42 to 50 us; with the host thread
-        waiting in a stream sync 30 to 36 us, and with it busy outside the driver for 400 us
-        the callback started only after that (365 to 384 us). Both stay in the raw record
-        (``host_func_latency_waiting_us``, ``host_func_latency_busy_us``). Random pipelines
-        showed 119 to 164 us (median): none of the three probes explains that yet."""
+        On an H200 host (2026-11-25, host functions launched straight into the driver) this
+        measured 52 us; with the host thread waiting in a stream sync 36 us, and with it busy
+        outside the driver for 400 us 62 us. Both stay in the raw record
+        (``host_func_latency_waiting_us``, ``host_func_latency_busy_us``). After a millisecond
+        or more without callbacks the thread wakes later (81 to 149 us;
+        benchmarks/probes/host_func_wake.py), which this probe, with callbacks a few hundred
+        microseconds apart, does not see."""
         k = {"op": "kernel", "stream": "s", "blocks": 1, "threads": 32, "block_us": 50}
         calls = [{"op": "event_record", "stream": "t", "event": "c"}] * HOST_FUNC_PROBE_CALLS
         rounds: dict[str, list[dict[str, Any]]] = {
