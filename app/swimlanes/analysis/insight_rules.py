@@ -33,6 +33,7 @@ from swimlanes.model.document import (
     OP_KINDS,
     Pipeline,
 )
+from swimlanes.model.op_defaults import host_memory_changes
 from swimlanes.timeline.compare import fmt_bytes, fmt_gbps, fmt_pct, fmt_time, plural
 from swimlanes.timeline.timeline import NO_TIME
 
@@ -55,7 +56,9 @@ def pageable_copy(ctx: InsightContext) -> list[Insight]:
     def pin(p: Pipeline) -> None:
         for op in p.program:
             if op.op in HOST_COPY_OPS and op.effective_host_memory == "pageable":
-                op.host_memory = "pinned"
+                # a measured pageable time would otherwise stay: a saving of nothing
+                for key, value in host_memory_changes(op, "pinned").items():
+                    setattr(op, key, value)
 
     saving = ctx.what_if_saving("pinned", pin)
     if not ctx.significant(host_ns) and not ctx.significant(dev_ns, 0.05):

@@ -1,4 +1,5 @@
-"""Defaults for new ops and streams, and field conversion when an op changes kind.
+"""Defaults for new ops and streams, and field conversion when an op changes kind or a copy
+its host memory.
 
 The editor asks these for what a dropped op, a new stream or a retyped op should hold. The
 field defaults of each kind are one table, :data:`NEW_OP_FIELDS`, registered with the op-kind
@@ -97,6 +98,20 @@ def converted_fields(op: Op, kind: str, pipeline: Pipeline) -> dict[str, Any]:
             out["event"] = _latest_recorded_event(pipeline) or new_event_name(pipeline)
     _convert_device_fields(op, kind, pipeline, out)
     return out
+
+
+def host_memory_changes(op: Op, memory: str) -> dict[str, Any]:
+    """The field changes that give copy ``op`` host ``memory`` (pinned or pageable).
+
+    A copy's ``duration_us`` (a trace's measured time, or one typed in) was taken with the
+    memory the copy had: a change of memory drops it, so that the model times the copy for
+    the new memory (pinning a rebuilt pipeline's pageable copies then saves what the model
+    says pinned memory saves, not nothing). Setting the memory it already has keeps it.
+    """
+    changes: dict[str, Any] = {"host_memory": memory}
+    if op.duration_us is not None and memory != op.effective_host_memory:
+        changes["duration_us"] = None
+    return changes
 
 
 def _convert_device_fields(op: Op, kind: str, pipeline: Pipeline, out: dict[str, Any]) -> None:

@@ -45,6 +45,7 @@ from swimlanes.model.edits import (
     SetOpFields,
     SetStreamFields,
 )
+from swimlanes.model.op_defaults import host_memory_changes
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.collective_fields import (
     SetInstanceFields,
@@ -178,9 +179,7 @@ class Inspector(DeviceFields, ThreadFields, QWidget):
         self.event.activated.connect(lambda _i: self._commit_event())
         self._on_commit(self.size, self._commit_size)
         self.unit.activated.connect(lambda _i: self._commit_size())
-        self.host_memory.activated.connect(
-            lambda _i: self._set("host_memory", {"host_memory": self.host_memory.currentText()})
-        )
+        self.host_memory.activated.connect(lambda _i: self._commit_host_memory())
         self.is_async.clicked.connect(
             lambda checked: self._set("is_async", {"is_async": bool(checked)})
         )
@@ -382,6 +381,11 @@ class Inspector(DeviceFields, ThreadFields, QWidget):
         except FieldError as err:
             self.fields[key].show_error(str(err))
             return None
+
+    def _commit_host_memory(self) -> None:
+        op = self.current_op()
+        if op is not None:  # one edit: a copy's time was measured with its old memory
+            self._set("host_memory", host_memory_changes(op, self.host_memory.currentText()))
 
     def _commit_kind(self) -> None:
         self._set("op", {"op": self.kind.currentData()})

@@ -1,0 +1,61 @@
+"""The inspector's Host memory choice: a copy's time (measured, as a rebuilt pipeline's pageable
+copies keep it, or typed in) was taken with the memory the copy had, so changing the memory
+drops it, in the same undo step."""
+
+from __future__ import annotations
+
+import pytest
+from test_editor_helpers import MIB, Editor
+
+from swimlanes.model.validate import pipeline_from_dict
+
+
+def _timed_copies():
+    """A pageable D2H with its measured time, as rebuilt from a PyTorch ``.cpu()``."""
+    return pipeline_from_dict(
+        {
+            "format": "swimlanes-pipeline",
+            "version": 1,
+            "name": "timed copies",
+            "program": [
+                {"op": "kernel", "label": "K0", "blocks": 132, "threads": 256,
+                 "duration_us": 50},
+                {"op": "d2h", "bytes": 4 * MIB, "host_memory": "pageable", "label": "out",
+                 "duration_us": 363.582},
+            ],
+        }
+    )  # fmt: skip
+
+
+@pytest.fixture
+def editor(qtbot) -> Editor:
+    ed = Editor(_timed_copies())
+    qtbot.addWidget(ed)
+    ed.show()
+    qtbot.waitExposed(ed)
+    return ed
+
+
+def _choose_memory(editor: Editor, memory: str) -> None:
+    combo = editor.inspector.host_memory
+    combo.setCurrentText(memory)
+    combo.activated.emit(combo.currentIndex())
+
+
+def test_pinning_a_timed_copy_drops_its_time_in_one_undo_step(editor: Editor) -> None:
+    c, insp = editor.controller, editor.inspector
+    before = c.pipeline.to_dict()
+    c.set_selection_indexes([1])
+    assert insp.time.text() == "363.582"
+    _choose_memory(editor, "pageable")  # the memory it has: nothing changes
+    assert c.pipeline.to_dict() == before and c.undo_stack.count() == 0
+    _choose_memory(editor, "pinned")
+    op = c.pipeline.program[1]
+    assert (op.host_memory, op.duration_us) == ("pinned", None)
+    assert insp.time.text() == ""  # the model times it now
+    assert c.undo_stack.count() == 1
+    assert c.undo_stack.undoText() == "Set out host memory, duration"
+    c.undo_stack.undo()
+    assert c.pipeline.to_dict() == before
+    c.undo_stack.redo()
+    assert c.pipeline.program[1].duration_us is None
