@@ -19,7 +19,7 @@ MIB = 1 << 20
 
 
 def _copies(calls_and_memory: list[tuple[str, str, str]]):
-    """One copy per (kind, call, memory), each 400 us after the last, its device span 123.4567
+    """One copy per (kind, call, memory), each 400 us after the last, its device span 123.457
     us plus 1 us per row."""
     b = TimelineBuilder(["s"], ["H2D", "D2H"])
     calls, pageable = [], []
