@@ -44,6 +44,7 @@ from swimlanes.engine.preset_model import (
     ROOFLINE_BYTES_PER_ELEMENT,
     DevicePreset,
     _sorted_points,
+    main_loop_fraction,
 )
 from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS
 
@@ -255,14 +256,6 @@ def _kernels(
         extra[r] = shape
 
 
-def _main_loop_fraction(elements: np.ndarray, threads: np.ndarray) -> np.ndarray:
-    """preset_model.main_loop_fraction of each kernel."""
-    elements, threads = elements.astype(np.int64), threads.astype(np.int64)
-    q, r = np.divmod(elements, np.maximum(threads, 1))
-    main = r * ((q + 1) // 4 * 4) + (threads - r) * (q // 4 * 4)
-    return np.where(elements > 0, main / np.maximum(elements, 1), 1.0)
-
-
 def _roofline(
     p: DevicePreset, flops: np.ndarray, nbytes: np.ndarray, blocks: np.ndarray,
     threads: np.ndarray, per_sm: np.ndarray,
@@ -279,7 +272,9 @@ def _roofline(
         memory_rate = np.minimum(memory_rate, (sms * warps) * p.warp_gbps)
     both = (flops > 0) & (nbytes > 0)
     if p.roofline_tail_efficiency != 1.0:  # the one-element loop: see DevicePreset
-        main = _main_loop_fraction(nbytes // ROOFLINE_BYTES_PER_ELEMENT, blocks * threads)
+        elements = (nbytes // ROOFLINE_BYTES_PER_ELEMENT).astype(np.int64)
+        grid = np.maximum(blocks * threads, 1).astype(np.int64)
+        main = np.where(elements > 0, main_loop_fraction(np.maximum(elements, 1), grid), 1.0)
         slowdown = main + (1.0 - main) / p.roofline_tail_efficiency
         compute_rate = np.where(both, compute_rate / slowdown, compute_rate)
     overlap: np.ndarray | float = p.roofline_overlap

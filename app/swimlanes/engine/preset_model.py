@@ -60,12 +60,11 @@ _NUMBA_COSTS = _issue_costs(
 )
 
 
-def main_loop_fraction(elements: int, threads: int) -> float:
+def main_loop_fraction(elements: Any, threads: Any) -> Any:
     """The fraction of a synthetic roofline kernel's data elements that its threads take four
     at a time: a grid of ``threads`` threads strides over ``elements`` elements, each thread
-    taking groups of four while it has four left and the rest one by one."""
-    if elements <= 0 or threads <= 0:
-        return 1.0
+    taking groups of four while it has four left and the rest one by one. Both positive:
+    ints, or numpy arrays of them (the planner's columns: one formula for both engines)."""
     q, r = divmod(elements, threads)  # r threads have q + 1 elements, the others q
     return (r * ((q + 1) // 4 * 4) + (threads - r) * (q // 4 * 4)) / elements
 
@@ -290,7 +289,8 @@ class DevicePreset:
         overlap = self.roofline_overlap
         if flops and nbytes and blocks > 0 and threads > 0:
             if self.roofline_tail_efficiency != 1.0:
-                main = main_loop_fraction(nbytes // ROOFLINE_BYTES_PER_ELEMENT, blocks * threads)
+                elements = nbytes // ROOFLINE_BYTES_PER_ELEMENT
+                main = main_loop_fraction(elements, blocks * threads) if elements > 0 else 1.0
                 compute_rate /= main + (1.0 - main) / self.roofline_tail_efficiency
             if self.roofline_overlap_by_occupancy and per_sm > 0:
                 overlap *= min(1.0, warps * 32 / self.max_threads_per_sm)
