@@ -322,7 +322,7 @@ class NumbaBackend:
         from swimlanes.gpu.hostfunc import launch_host_func
 
         launch = launch_host_func()
-        stream, data = int(self.drv.CUstream(s.handle)), slot.ctypes.data
+        stream, data = s.handle, slot.ctypes.data  # the driver's handle, as an int
 
         def step() -> None:
             err = launch(stream, data)
