@@ -1,7 +1,8 @@
-"""A rebuilt pipeline's pageable copies that the host waited for keep their measured device
-time: how long a copy through pageable memory takes is the host's memory state, which no
-preset knows. Pinned copies, and async pageable H2D copies (whose duration the simulator would
-also take as the host's staging time), stay modelled."""
+"""A rebuilt pipeline's H2D and D2H copies keep their measured device time: how long the
+program's own copies take (pageable memory's page faults, its own buffers) is the host's, which
+no preset knows. A pinned copy that a copy of the other direction overlapped stays modelled
+(its measured time holds the slowdown the simulator applies again), and so does an async
+pageable H2D (the simulator would take its duration as the host's staging time too)."""
 
 from __future__ import annotations
 
@@ -9,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from swimlanes.engine import simulate
+from swimlanes.model.op_defaults import converted_fields, copy_size_changes, host_memory_changes
 from swimlanes.model.validate import validate
 from swimlanes.timeline import TimelineBuilder
 from swimlanes.timeline.formats.io import load_timeline_any
@@ -18,15 +21,16 @@ CAPTURES = Path(__file__).resolve().parents[1] / "gpu" / "captures"
 MIB = 1 << 20
 
 
-def _copies(calls_and_memory: list[tuple[str, str, str]]):
-    """One copy per (kind, call, memory), each 400 us after the last, its device span 123.457
-    us plus 1 us per row."""
-    b = TimelineBuilder(["s"], ["H2D", "D2H"])
+def _copies(calls_and_memory: list[tuple[str, str, str]], *, apart_ns: int = 400_000,
+            call_ns: int = 5_000):  # fmt: skip
+    """One copy per (kind, call, memory), each ``apart_ns`` after the last, its call
+    ``call_ns`` long, its device span 123.457 us plus 1 us per row."""
+    b = TimelineBuilder(["s", "t"], ["H2D", "D2H"])
     calls, pageable = [], []
     for row, (kind, call, memory) in enumerate(calls_and_memory):
-        t = row * 400_000
-        b.add(index=row, kind=kind, stream="s", engine=kind.upper(), issue_start=t,
-              issue_end=t + 5_000, start=t + 10_000, end=t + 133_457 + row * 1000,
+        t = row * apart_ns
+        b.add(index=row, kind=kind, stream="st"[row % 2], engine=kind.upper(), issue_start=t,
+              issue_end=t + call_ns, start=t + 10_000, end=t + 133_457 + row * 1000,
               nbytes=4 * MIB, label=f"{kind} {row}")  # fmt: skip
         calls.append(call)
         if memory == "pageable":
@@ -34,52 +38,113 @@ def _copies(calls_and_memory: list[tuple[str, str, str]]):
     return b.build(source="measured", meta={"calls": calls, "pageable_rows": pageable})
 
 
-def test_waited_for_pageable_copies_keep_their_measured_device_time() -> None:
+def _rebuilt_copies(tl):
+    rebuilt = reconstruct(tl)
+    validate(rebuilt.pipeline)
+    return rebuilt, [op for op in rebuilt.pipeline.program if op.op in ("h2d", "d2h")]
+
+
+def test_copies_that_ran_alone_keep_their_measured_device_time() -> None:
     tl = _copies(
         [
             ("d2h", "cudaMemcpyAsync", "pageable"),  # returns once copied out: waited for
             ("h2d", "cudaMemcpy", "pageable"),  # synchronous: waited for
-            ("h2d", "cudaMemcpyAsync", "pageable"),  # returns once staged: modelled
+            ("h2d", "cudaMemcpyAsync", "pageable"),  # returns once staged
             ("d2h", "cudaMemcpyAsync", "pinned"),
             ("h2d", "cudaMemcpy", "pinned"),
-        ]
+        ],
+        call_ns=200_000,
     )
-    rebuilt = reconstruct(tl)
-    validate(rebuilt.pipeline)
-    copies = [op for op in rebuilt.pipeline.program if op.op in ("h2d", "d2h")]
-    assert [op.duration_us for op in copies] == [123.457, 124.457, None, None, None]
+    rebuilt, copies = _rebuilt_copies(tl)
+    assert [op.duration_us for op in copies] == [123.457, 124.457, None, 126.457, 127.457]
     assert [op.host_memory for op in copies] == ["pageable"] * 3 + ["pinned"] * 2
     # the calls that wait for the device keep the preset's cost: no measured call time
-    assert [op.call_us for op in copies] == [None, None, None, 5.0, None]
-    assert "pageable copies the host waited for keep" in rebuilt.pipeline.extra["description"]
-    untimed = _copies([("h2d", "cudaMemcpyAsync", "pageable"), ("d2h", "cudaMemcpy", "pinned")])
+    assert [op.call_us for op in copies] == [None, None, None, 200.0, None]
+    assert "kernels and copies (pinned ones where no copy" in rebuilt.pipeline.extra["description"]
+    untimed = _copies([("h2d", "cudaMemcpyAsync", "pageable")])
     description = reconstruct(untimed).pipeline.extra["description"]
     assert ": kernels keep their measured time," in description
 
 
+def test_a_pinned_copy_overlapped_by_the_other_direction_stays_modelled() -> None:
+    # 100 us apart, each about 125 us long: each copy overlaps its neighbours, which go the
+    # other way (h2d, d2h, h2d), except the pageable one, whose time is the host's.
+    tl = _copies(
+        [
+            ("h2d", "cudaMemcpyAsync", "pinned"),
+            ("d2h", "cudaMemcpyAsync", "pageable"),
+            ("h2d", "cudaMemcpyAsync", "pinned"),
+            ("h2d", "cudaMemcpyAsync", "pinned"),  # starts after the D2H ended: alone
+        ],
+        apart_ns=100_000,
+    )
+    _, copies = _rebuilt_copies(tl)
+    assert [op.duration_us for op in copies] == [None, 124.457, None, 126.457]
+
+
+def test_editing_a_rebuilt_copy_drops_the_time_it_was_measured_with() -> None:
+    tl = _copies([("d2h", "cudaMemcpyAsync", "pageable"), ("h2d", "cudaMemcpyAsync", "pinned")])
+    rebuilt, (pageable, pinned) = _rebuilt_copies(tl)
+    pipeline = rebuilt.pipeline
+    # Another memory: its device time was the old memory's.
+    assert host_memory_changes(pageable, "pinned") == {"host_memory": "pinned", "duration_us": None}
+    assert host_memory_changes(pinned, "pageable") == {
+        "host_memory": "pageable",
+        "duration_us": None,
+    }
+    assert host_memory_changes(pinned, "pinned") == {"host_memory": "pinned"}
+    # A new size: the model times it (a doubled copy must not keep the old size's time).
+    assert copy_size_changes(pinned, 8 * MIB) == {"bytes": 8 * MIB, "duration_us": None}
+    assert copy_size_changes(pinned, 4 * MIB) == {"bytes": 4 * MIB}
+    row = pipeline.program.index(pinned)
+    before = simulate(pipeline, "h200")
+    for key, value in copy_size_changes(pinned, 64 * MIB).items():
+        setattr(pinned, key, value)
+    after = simulate(pipeline, "h200")
+    assert after.end[row] - after.start[row] > 4 * (before.end[row] - before.start[row])
+    # Another direction: the model times it too.
+    assert converted_fields(pageable, "h2d", pipeline)["duration_us"] is None
+    assert pageable.duration_us is not None
+
+
 def _timed_copies(capture: str) -> int:
-    """How many copies of the rebuilt capture got a measured time, after checking that those
-    are its pageable D2H copies, each with its measured device span to the nanosecond."""
+    """How many copies of the rebuilt capture got a measured time (each checked to have its
+    measured device span to the nanosecond), and how many async pageable H2D stayed modelled;
+    a pinned one stays modelled only where the other direction overlapped it."""
     tl, _ = load_timeline_any(CAPTURES / f"swimming_in_streams-{capture}.capture.json.gz")
     rebuilt = reconstruct(tl)
     program, measured = rebuilt.pipeline.program, rebuilt.measured
-    timed = 0
+    timed, modelled = 0, 0
     for row in range(len(measured)):
         if measured.op_kind(row) not in ("h2d", "d2h"):
             continue
         op = program[int(measured.index[row])]
         span_us = int(measured.end[row] - measured.start[row]) / 1000.0
-        if op.op == "d2h" and op.host_memory == "pageable":
+        if op.duration_us is not None:
             assert op.duration_us == pytest.approx(span_us, abs=5e-4), row
             timed += 1
+        elif op.host_memory == "pinned":
+            assert row in overlapped(measured), row
         else:
-            assert op.duration_us is None, (row, op.op, op.host_memory)
-    return timed
+            assert (op.op, op.is_async) == ("h2d", None), row
+            modelled += 1
+    return timed, modelled
 
 
-def test_a_pytorch_capture_replays_its_pageable_d2h_times() -> None:
-    """``.cpu()`` into a fresh tensor each time: 30 pageable D2H copies, which keep their
-    measured time; PyTorch's non_blocking D2H goes to pinned memory and stays modelled, as do
-    the async H2D copies from pageable CPU tensors (30 in each program)."""
-    timed = {c: _timed_copies(c) for c in ("blocking", "non_blocking")}
-    assert timed == {"blocking": 30, "non_blocking": 0}
+def overlapped(tl) -> set[int]:
+    """Rows of copies that a copy of the other direction overlapped (spelled out: pairs)."""
+    rows = [r for r in range(len(tl)) if tl.op_kind(r) in ("h2d", "d2h")]
+    return {
+        a
+        for a in rows
+        for b in rows
+        if tl.op_kind(a) != tl.op_kind(b) and tl.start[a] < tl.end[b] and tl.start[b] < tl.end[a]
+    }
+
+
+def test_a_pytorch_capture_replays_its_copy_times() -> None:
+    """``.cpu()`` into a fresh tensor each time (30 pageable D2H) and PyTorch's non_blocking
+    D2H into pinned memory (30) keep their measured time (no pinned D2H overlapped an H2D in
+    these runs); the async H2D copies from pageable CPU tensors (30 in each) stay modelled."""
+    counts = {c: _timed_copies(c) for c in ("blocking", "non_blocking")}
+    assert counts == {"blocking": (30, 30), "non_blocking": (30, 30)}

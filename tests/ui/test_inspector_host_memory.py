@@ -59,3 +59,23 @@ def test_pinning_a_timed_copy_drops_its_time_in_one_undo_step(editor: Editor) ->
     assert c.pipeline.to_dict() == before
     c.undo_stack.redo()
     assert c.pipeline.program[1].duration_us is None
+
+
+def test_resizing_a_timed_copy_drops_its_time_in_one_undo_step(editor: Editor, qtbot) -> None:
+    """Its measured time was the old size's: kept, a copy made 16 times bigger would take
+    no longer."""
+    c, insp = editor.controller, editor.inspector
+    before = c.pipeline.to_dict()
+    c.set_selection_indexes([1])
+    insp.unit.setCurrentText("MiB")
+    insp.size.setText("4")  # the size it has: nothing changes
+    insp.size.editingFinished.emit()
+    assert c.pipeline.to_dict() == before and c.undo_stack.count() == 0
+    insp.size.setText("64")
+    insp.size.editingFinished.emit()
+    op = c.pipeline.program[1]
+    assert (op.bytes, op.duration_us) == (64 * MIB, None)
+    assert insp.time.text() == ""
+    assert c.undo_stack.count() == 1
+    c.undo_stack.undo()
+    assert c.pipeline.to_dict() == before

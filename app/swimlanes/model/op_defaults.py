@@ -74,7 +74,9 @@ def converted_fields(op: Op, kind: str, pipeline: Pipeline) -> dict[str, Any]:
         out["bytes"] = op.bytes or NEW_OP_FIELDS[kind]["bytes"]
         if op.op in COPY_OPS or op.op == "memset":
             out["is_async"] = op.is_async
-            out["duration_us"] = op.duration_us
+            # A copy's time is its direction's: another direction is timed by the model.
+            if op.op == kind:
+                out["duration_us"] = op.duration_us
     if kind in HOST_COPY_OPS and op.op in HOST_COPY_OPS:
         out["host_memory"] = op.host_memory
     if kind == "kernel":
@@ -110,6 +112,17 @@ def host_memory_changes(op: Op, memory: str) -> dict[str, Any]:
     """
     changes: dict[str, Any] = {"host_memory": memory}
     if op.duration_us is not None and memory != op.effective_host_memory:
+        changes["duration_us"] = None
+    return changes
+
+
+def copy_size_changes(op: Op, nbytes: int) -> dict[str, Any]:
+    """The field changes that give copy or memset ``op`` a size of ``nbytes``: a
+    ``duration_us`` (measured, or typed in) was the old size's time, so a new size drops it
+    and the model times the copy (otherwise the edit would change nothing the user sees).
+    Other ops, and setting the size an op already has, change only ``bytes``."""
+    changes: dict[str, Any] = {"bytes": nbytes}
+    if op.op in COPY_OPS + ("memset",) and op.duration_us is not None and nbytes != op.bytes:
         changes["duration_us"] = None
     return changes
 

@@ -11,15 +11,18 @@ The pipeline replays the host program the timeline recorded, call by call in iss
   grid and block, their launch shape (``blocks``, ``threads``; else one block of 256 threads,
   which shares the SMs as a small kernel would); **copies** their direction, bytes and host
   memory (pageable where the trace says so, else pinned), and ``is_async: false`` when the
-  call was a synchronous ``cudaMemcpy``; **memsets** their bytes. A pageable D2H, and a
-  synchronous pageable H2D, also keep their measured device time (``duration_us``): copying
-  through pageable memory takes what page faults and the host's memory state make it take,
-  which no preset knows (PyTorch's 4 MiB ``.cpu()`` copies took 323 us (median) in one run and
-  1131 us in another on the same kind of host). That time belongs to the pageable memory it
-  was measured with: changing the copy's host memory drops it
-  (:func:`swimlanes.model.op_defaults.host_memory_changes`). An async pageable H2D stays
-  modelled, as the simulator would take its time as the host's staging time too; pinned
-  copies stay modelled, so that a copy an edit moves shares the copy engine as modelled.
+  call was a synchronous ``cudaMemcpy``; **memsets** their bytes. H2D and D2H copies also
+  keep their measured device time (``duration_us``): the program's own copies, from its own
+  buffers, ran at a speed no calibration of other buffers predicts (PyTorch's 4 MiB ``.cpu()``
+  copies took 323 us (median) in one run and 1131 us in another on the same kind of host; a
+  CuPy pinned H2D ran at 42 GB/s where calibrate had measured 55 GB/s a minute earlier). A
+  pinned copy keeps it only where no copy of the other direction overlapped it: an
+  overlapped copy's time holds the slowdown that the simulator applies again wherever the
+  replay overlaps it, so it stays modelled. An async pageable H2D stays modelled too (see
+  ``_Builder.replays_device_time``). That time belongs to the copy as it was measured:
+  changing its host memory, size or direction drops it
+  (:func:`swimlanes.model.op_defaults.host_memory_changes`, ``copy_size_changes``,
+  ``converted_fields``), so that the model times the copy as edited.
 * **events**: a wait or event sync whose record the trace names waits on that record's event
   (``e<row>``); the record goes on the stream the trace says it was waited on, else on the
   stream of the last GPU work issued before it. A wait whose record is unknown, or a record on
@@ -47,7 +50,7 @@ side-by-side view and a saved run line the two up op by op. Qt-free.
 
 from __future__ import annotations
 
-from bisect import bisect_right
+from bisect import bisect_left, bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -102,7 +105,9 @@ def reconstruct(
         host_threads=[HostThread(name) for name in builder.thread_names],
     )
     replayed = (
-        "kernels and the pageable copies the host waited for" if builder.timed_copies else "kernels"
+        "kernels and copies (pinned ones where no copy of the other direction overlapped them)"
+        if builder.timed_copies
+        else "kernels"
     )
     pipeline.extra["description"] = (
         f"Rebuilt from a measured timeline of {len(tl)} ops"
@@ -117,6 +122,28 @@ def _device_us(span_ns: int) -> float:
     """A measured device span as an op's ``duration_us``: us to the ns, at least 1 ns (the
     format takes only positive times)."""
     return max(0.001, round(span_ns / 1000.0, 3))
+
+
+def _overlapped_copies(tl: Timeline) -> set[int]:
+    """Rows of H2D and D2H copies that a copy of the other direction overlapped on the
+    device (for part of its span at least)."""
+    kinds = [tl.op_kind(row) for row in range(len(tl))]
+    spans = {
+        k: [r for r, kind in enumerate(kinds) if kind == k and NO_TIME not in
+            (int(tl.start[r]), int(tl.end[r]))]
+        for k in ("h2d", "d2h")
+    }  # fmt: skip
+    out: set[int] = set()
+    for mine, other in (("h2d", "d2h"), ("d2h", "h2d")):
+        rows = sorted(spans[other], key=lambda r: int(tl.start[r]))
+        starts = [int(tl.start[r]) for r in rows]
+        # The latest end among the other direction's copies started so far.
+        latest_end = np.maximum.accumulate([int(tl.end[r]) for r in rows]).tolist()
+        for r in spans[mine]:
+            k = bisect_left(starts, int(tl.end[r]))  # those that start before r ends
+            if k and latest_end[k - 1] > int(tl.start[r]):
+                out.add(r)
+    return out
 
 
 def _short(label: str) -> str:
@@ -178,6 +205,7 @@ class _Builder:
         self.shapes: dict[str, Any] = dict(tl.meta.get("kernel_shapes") or {})
         self.pageable = {int(r) for r in tl.meta.get("pageable_rows", [])}
         self.timed_copies = 0  # copies given their measured device time
+        self.overlapped_copies = _overlapped_copies(tl)
         ranges = _ranges(tl.meta.get("ranges"))
         # By start; of ranges that start together, the first listed is taken (visited last).
         order = sorted(range(len(ranges)), key=lambda k: (ranges[k][1], -k))
@@ -320,21 +348,26 @@ class _Builder:
         if self.calls[row] in _SYNC_COPY_CALLS:
             op.is_async = False
         span = (int(self.tl.start[row]), int(self.tl.end[row]))
-        if self.replays_device_time(op) and NO_TIME not in span:
+        if self.replays_device_time(op, row) and NO_TIME not in span:
             op.duration_us = _device_us(span[1] - span[0])
             self.timed_copies += 1
         return op
 
-    @staticmethod
-    def replays_device_time(op: Op) -> bool:
-        """Whether copy ``op`` keeps its measured device time: a pageable one whose call
-        waits for the copy (a D2H, a synchronous H2D). An async pageable H2D stays modelled:
-        the simulator takes its ``duration_us`` as the host's staging time too, so its call
-        would return after the DMA's time instead of the preset's staging (in the captured
-        PyTorch programs, about 90 us earlier than measured per 4 MiB copy)."""
-        if op.op not in ("h2d", "d2h") or op.host_memory != "pageable":
+    def replays_device_time(self, op: Op, row: int) -> bool:
+        """Whether copy ``op`` (trace row ``row``) keeps its measured device time: a pageable
+        one whose call waits for the copy (a D2H, a synchronous H2D), and a pinned one that no
+        copy of the other direction overlapped in the measurement (its measured time is then
+        its time alone on the link, which the simulator slows down again where the replay
+        overlaps it; an overlapped copy's time has that slowdown in it already, so it stays
+        modelled). An async pageable H2D stays modelled: the simulator takes its
+        ``duration_us`` as the host's staging time too, and the measured DMA, pipelined with
+        the staging, started well before the staging ended (in a captured PyTorch program its
+        4 MiB copies' DMA ended 21 us after the call returned, and would end 91 us after)."""
+        if op.op not in ("h2d", "d2h"):
             return False
-        return op.op == "d2h" or op.is_async is False
+        if op.host_memory == "pageable":
+            return op.op == "d2h" or op.is_async is False
+        return row not in self.overlapped_copies
 
     def record_op(
         self, row: int, stream: str | None, last_stream: str | None, label: str | None

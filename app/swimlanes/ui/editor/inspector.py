@@ -45,7 +45,7 @@ from swimlanes.model.edits import (
     SetOpFields,
     SetStreamFields,
 )
-from swimlanes.model.op_defaults import host_memory_changes
+from swimlanes.model.op_defaults import copy_size_changes, host_memory_changes
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.collective_fields import (
     SetInstanceFields,
@@ -419,7 +419,7 @@ class Inspector(DeviceFields, ThreadFields, QWidget):
         if size < 1:
             self.fields["bytes"].show_error("must be at least 1 byte")
             return
-        self._set("bytes", {"bytes": size})
+        self._set("bytes", copy_size_changes(op, size))  # a copy's old time was its old size's
 
     def _over(self, key: str, value: float) -> bool:
         """Whether ``value`` is past the file format's limit for ``key`` (shown if so)."""
