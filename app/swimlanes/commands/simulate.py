@@ -41,7 +41,9 @@ def run(args: argparse.Namespace) -> int:
     insights = explain(pipeline, timeline) if args.insights else None
     band = _band(pipeline, timeline, args) if getattr(args, "band", False) else None
     if args.json:
-        out = simulation_json(pipeline, timeline, m)
+        # Without a band (which adds keys to each op's row) the rows are written as text
+        # straight from the timeline's columns.
+        out = simulation_json(pipeline, timeline, m, rows_as_text=band is None)
         if band is not None:
             _add_band_json(out, timeline, band)
         if insights is not None:

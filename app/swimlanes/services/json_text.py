@@ -3,26 +3,41 @@
 ``json.dumps(doc, indent=2)`` runs Python's pure-Python encoder (the C encoder is used only
 without ``indent``): on a 100,000-op ``simulate --json`` it took a third of the command's
 time. :func:`json_text` writes the same document, still indented for people, with every list
-of objects (the per-op rows) written one object per line by the C encoder.
+of objects (the per-op rows) written one object per line by the C encoder, or, for rows given
+as :class:`EncodedRows` (``simulate --json``'s), by whatever wrote their text.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from typing import Any
 
 #: One encoder for every row (json.dumps with arguments would build one per call).
 _ROW = json.JSONEncoder(separators=(", ", ": "))
 
 
+class EncodedRows:
+    """A non-empty list of JSON objects already written as text: ``join(separator)`` gives
+    them with ``separator`` between objects, each as ``json.JSONEncoder(separators=(", ",
+    ": ")).encode`` writes that object (see timeline.json_rows). json_text writes them as it
+    writes a list of dicts."""
+
+    def __init__(self, join: Callable[[str], str]) -> None:
+        self.join = join
+
+
 def json_text(doc: dict[str, Any], indent: int = 2) -> str:
     """``doc`` as indented JSON, its lists of objects one object per line (parses back equal
-    to ``doc``)."""
+    to ``doc``, with each :class:`EncodedRows` as the list it encodes)."""
     pad, inner = " " * indent, " " * (2 * indent)
     parts = []
     for key, value in doc.items():
         name = json.dumps(key)
-        if isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
+        if isinstance(value, EncodedRows):
+            rows = inner + value.join(",\n" + inner)
+            parts.append(f"{pad}{name}: [\n{rows}\n{pad}]")
+        elif isinstance(value, list) and value and all(isinstance(v, dict) for v in value):
             rows = ",\n".join(inner + _ROW.encode(v) for v in value)
             parts.append(f"{pad}{name}: [\n{rows}\n{pad}]")
         else:

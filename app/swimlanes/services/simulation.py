@@ -3,6 +3,7 @@ timeline that ``simulate``, ``run`` and the headless app print."""
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -12,7 +13,9 @@ from swimlanes.model.io import load_pipeline
 from swimlanes.resources import pipeline_argument
 from swimlanes.services.devices import device_choice
 from swimlanes.services.errors import CommandError
+from swimlanes.services.json_text import EncodedRows
 from swimlanes.services.runs import is_pipeline_file, load_trace
+from swimlanes.timeline.json_rows import op_rows_text
 from swimlanes.timeline.metrics import Metrics, metrics_json
 from swimlanes.timeline.timeline import NO_TIME, Timeline
 
@@ -45,9 +48,19 @@ def simulate_pipeline(pipeline: Pipeline, requested_device: str | None) -> Timel
         raise CommandError(f"cannot simulate the run's pipeline: {err}") from None
 
 
-def simulation_json(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> dict[str, Any]:
-    """The ``--json`` object: headline figures, every op, and engine busy time."""
+def simulation_json(
+    pipeline: Pipeline, timeline: Timeline, m: Metrics, *, rows_as_text: bool = False
+) -> dict[str, Any]:
+    """The ``--json`` object: headline figures, every op, and engine busy time.
+
+    ``rows_as_text``: the ops as :class:`EncodedRows` (their JSON text, written from the
+    timeline's columns; for :func:`json_text` only) instead of a list of dicts."""
     figures = metrics_json(m)
+    ops: list[dict[str, Any]] | EncodedRows = (
+        EncodedRows(partial(op_rows_text, timeline))
+        if rows_as_text and len(timeline)
+        else timeline.ops_json()
+    )
     return {
         "pipeline": pipeline.name,
         "device": timeline.device,
@@ -55,7 +68,7 @@ def simulation_json(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> dict[
         "serial_us": figures["serial_us"],
         "speedup": figures["speedup"],
         "engines": figures["engine_busy_us"],
-        "ops": timeline.ops_json(),
+        "ops": ops,
         "metrics": figures,
     }
 

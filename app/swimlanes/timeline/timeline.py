@@ -30,6 +30,7 @@ from swimlanes.timeline.columns import (  # (the trace readers import it from he
     TIME_LIMIT_NS as TIME_LIMIT_NS,
 )
 from swimlanes.timeline.device_columns import check_device_columns, device_columns_dict
+from swimlanes.timeline.json_rows import op_rows
 from swimlanes.timeline.thread_columns import (
     check_thread_columns,
     empty_column,
@@ -224,57 +225,9 @@ class Timeline:
 
     # -- JSON -----------------------------------------------------------------------------------
     def ops_json(self) -> list[dict[str, Any]]:
-        """Per-op rows in the CLI's JSON shape (microseconds, relative to ``t0``)."""
-        t0 = self.t0
-
-        def us(v: int) -> float | None:
-            return None if v == NO_TIME else round((v - t0) / 1000.0, 3)
-
-        # Columns as Python lists once: indexing numpy arrays element by element costs more
-        # than the rest of the loop at 1e5 ops.
-        kinds = [OP_KINDS[k] for k in self.kind.tolist()]
-        streams = [self.stream_names[s] if s >= 0 else None for s in self.stream.tolist()]
-        engines = [self.engine_names[e] if e >= 0 else None for e in self.engine.tolist()]
-        cols = zip(
-            self.index.tolist(), kinds, streams, self.labels, engines,
-            self.issue_start.tolist(), self.issue_end.tolist(), self.start.tolist(),
-            self.end.tolist(), self.bytes.tolist(), strict=True,
-        )  # fmt: skip
-        hosts = (
-            [self.device_names[d] for d in self.host_device.tolist()] if self.device_names else None
-        )
-        threads = [self.thread_names[k] for k in self.host_thread.tolist()] or None
-        spread = self.start_spread is not None and self.end_spread is not None
-        spreads = (
-            zip(self.start_spread.tolist(), self.end_spread.tolist(), strict=True)  # type: ignore[union-attr]
-            if spread
-            else None
-        )
-        rows: list[dict[str, Any]] = []
-        for index, kind, stream, label, engine, i0, i1, s0, s1, nbytes in cols:
-            row: dict[str, Any] = {
-                "index": index,
-                "op": kind,
-                "stream": stream,
-                "label": label,
-                "engine": engine,
-                "issue_us": us(i0),
-                "issue_end_us": us(i1),
-                "start_us": us(s0),
-                "end_us": us(s1),
-            }
-            if nbytes:
-                row["bytes"] = nbytes
-            if hosts is not None:  # a multi-device timeline: the device that issued it
-                row["device"] = hosts[len(rows)]
-            if threads is not None:  # several host threads: the one that issued it
-                row["thread"] = threads[len(rows)]
-            if spreads is not None:
-                s, e = next(spreads)
-                row["start_spread_us"] = None if s == NO_TIME else s / 1000.0
-                row["end_spread_us"] = None if e == NO_TIME else e / 1000.0
-            rows.append(row)
-        return rows
+        """Per-op rows in the CLI's JSON shape (microseconds, relative to ``t0``); built a
+        column at a time by :mod:`swimlanes.timeline.json_rows`."""
+        return op_rows(self)
 
     def to_dict(self) -> dict[str, Any]:
         """Lossless JSON form (``swimlanes-timeline`` v1), used for saved measurements."""
