@@ -20,6 +20,12 @@ from swimlanes.model.atomic_write import write_text_atomic as write_text_atomic
 from swimlanes.model.document import MAX_JSON_DEPTH, MAX_JSON_INT, MIN_JSON_INT, Pipeline
 from swimlanes.model.validate import HugeInt, PipelineError, Problem, pipeline_from_dict
 
+orjson: Any
+try:  # optional: only faster (see _fast_parse)
+    import orjson
+except ImportError:  # pragma: no cover - depends on the environment
+    orjson = None
+
 MAX_PIPELINE_FILE_BYTES = 256 * 1024 * 1024
 
 #: Leading bytes of files that are not text, and what they are.
@@ -38,6 +44,10 @@ _MAGIC: tuple[tuple[bytes, str], ...] = (
 _NOT_STRUCTURE = bytes(b for b in range(256) if b not in b'"[]{}')
 _OPEN_CLOSE = bytes.maketrans(b"[{]}", b"(())")
 _STRING = re.compile(rb'"[^"]*"')
+#: Digits, each as b"0" (and every other byte as b" "): the text of every number's digits.
+_DIGITS = bytes.maketrans(bytes(range(256)), b" " * 48 + b"0" * 10 + b" " * 198)
+#: Digits in a row that no literal within 64 bits has (18 digits always fit).
+_LONG_DIGITS = b"0" * 19
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{},:]', re.DOTALL)
 
 
@@ -59,14 +69,15 @@ def _too_deep(raw: bytes) -> bool:
     quotes and brackets, and strings are deleted by C-level passes, then each pass removes
     the innermost pairs of brackets, so MAX_JSON_DEPTH passes empty any document that is not
     too deep. (Malformed text is left to the JSON parser to report.)"""
-    if raw.count(b"[") + raw.count(b"{") <= MAX_JSON_DEPTH:
-        return False
     if b"\\" in raw:  # escaped backslashes, then escaped quotes: gone (as a JSON parser reads)
         raw = raw.replace(b"\\\\", b"").replace(b'\\"', b"")
     # Quotes and brackets only; adjacent quotes go at once (an empty string, or one string's
     # end and the next one's start: either way what lies inside strings stays inside), and
     # the few strings left, those holding brackets, go with a regex.
-    structure = raw.translate(None, _NOT_STRUCTURE).replace(b'""', b"")
+    structure = raw.translate(None, _NOT_STRUCTURE)
+    if structure.count(b"[") + structure.count(b"{") <= MAX_JSON_DEPTH:
+        return False
+    structure = structure.replace(b'""', b"")
     if b'"' in structure:
         structure = _STRING.sub(b"", structure)
     brackets = structure.translate(_OPEN_CLOSE)
@@ -148,6 +159,26 @@ def parse_json(text: str, raw: bytes | None = None) -> Any:
         ) from None
 
 
+def _fast_parse(raw: bytes) -> Any:
+    """What :func:`parse_json` gives for ``raw``, parsed by orjson, or :data:`_SLOW` when
+    that might differ: orjson missing, or refusing the text (invalid UTF-8 or JSON, a lone
+    surrogate, NaN, a float past range: parse_json reports or keeps those as it always did),
+    an integer literal past 18 digits (parse_json keeps those past 64 bits as HugeInt, orjson
+    makes floats of them), or nesting past MAX_JSON_DEPTH (reported by parse_json). Otherwise
+    the two parsers give the same objects: every integer fits in 64 bits, and both read a
+    float literal as the nearest double."""
+    if orjson is None or raw.translate(_DIGITS).find(_LONG_DIGITS) >= 0 or _too_deep(raw):
+        return _SLOW
+    try:
+        return orjson.loads(raw)
+    except orjson.JSONDecodeError:
+        return _SLOW
+
+
+#: :func:`_fast_parse`'s answer when parse_json must read the text.
+_SLOW = object()
+
+
 def pipeline_from_json(text: str) -> Pipeline:
     """Parse JSON text into a validated :class:`Pipeline`."""
     return pipeline_from_dict(parse_json(text))
@@ -173,6 +204,10 @@ def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
     except (OSError, ValueError) as err:  # ValueError: a path with a NUL character
         reason = err.strerror if isinstance(err, OSError) and err.strerror else err
         raise PipelineError([Problem("", f"cannot read {p}: {reason}")]) from None
+    # A document orjson reads is UTF-8 text (and no magic number starts JSON): not binary.
+    data = _fast_parse(raw)
+    if data is not _SLOW:
+        return pipeline_from_dict(data)
     what = binary_kind(raw)
     if what is not None:
         if what.startswith("gzip"):  # what Swimlanes gzips is traces
