@@ -55,8 +55,9 @@ def test_pinning_a_timed_synchronous_copy_saves_what_pinned_memory_saves() -> No
 
 
 def test_the_pin_insight_on_a_rebuilt_capture_estimates_modelled_pinned_copies() -> None:
-    """PyTorch's ``.cpu()`` copies (pageable D2H, rebuilt with their measured time): the
-    what-if pins every pageable copy and lets the model time it."""
+    """PyTorch's ``.cpu()`` copies (pageable D2H) and its copies from pageable CPU tensors
+    (async pageable H2D, whose measured call was their staging), rebuilt with their measured
+    times: the what-if pins every pageable copy and lets the model time it."""
     timeline, _ = load_timeline_any(CAPTURES / "swimming_in_streams-blocking.capture.json.gz")
     result = rebuild(timeline, str(CAPTURES / "h200-calibrated.json"))
     pipeline = result.rebuilt.pipeline
@@ -68,6 +69,9 @@ def test_the_pin_insight_on_a_rebuilt_capture_estimates_modelled_pinned_copies()
     pinned = pipeline.copy()
     for op in pinned.program:
         if op.op in ("h2d", "d2h") and op.effective_host_memory == "pageable":
+            if op.stages_on_call:  # its measured call was its staging: a pinned one is not
+                assert op.call_us is not None
+                op.call_us = None
             op.host_memory, op.duration_us = "pinned", None
     expected = result.simulated.makespan_ns - simulate(pinned, result.preset).makespan_ns
     assert expected > 0

@@ -276,3 +276,28 @@ def test_rest_after_a_copy_against_the_other_direction_with_slowdown() -> None:
     """With any slowdown the fast engine does rest: the discrepancy is the missing rest only."""
     preset = dataclasses.replace(rest_without_slowdown(), bidirectional_slowdown=0.1)
     assert_same(copies_both_ways(), preset)
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_measured_calls_of_staging_copies_agree(preset: str) -> None:
+    """A captured async pageable H2D's ``call_us`` is its whole call, staging included (the
+    fast planner's _measured_calls and the reference's program facts): shorter and longer
+    than the preset's own cost of the call, beside a measured kernel launch and a pinned copy."""
+    mib = 1 << 20
+    pipeline = Pipeline(
+        name="measured staging calls",
+        streams=[Stream("a"), Stream("b")],
+        program=[
+            Op("h2d", stream="a", bytes=4 * mib, host_memory="pageable", call_us=487.5,
+               duration_us=382.5),
+            Op("kernel", stream="a", blocks=264, threads=256, duration_us=50.0, call_us=6.0),
+            Op("h2d", stream="b", bytes=4 * mib, host_memory="pageable", call_us=0.5),
+            Op("h2d", stream="b", bytes=8 * mib, host_memory="pageable", call_us=900.0),
+            Op("d2h", stream="a", bytes=4 * mib, call_us=5.0),
+            Op("device_sync"),
+        ],
+    )  # fmt: skip
+    assert_same(pipeline, preset)
+    sim = simulate(pipeline, preset)
+    # The first call lasts what it was measured to last (the preset's cost is shorter).
+    assert sim.issue_end[0] - sim.issue_start[0] == 487_500

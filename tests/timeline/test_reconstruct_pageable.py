@@ -1,8 +1,9 @@
 """A rebuilt pipeline's H2D and D2H copies keep their measured device time: how long the
 program's own copies take (pageable memory's page faults, its own buffers) is the host's, which
 no preset knows. A pinned copy that a copy of the other direction overlapped stays modelled
-(its measured time holds the slowdown the simulator applies again), and so does an async
-pageable H2D (the simulator would take its duration as the host's staging time too)."""
+(its measured time holds the slowdown the simulator applies again). An async pageable H2D's
+call is its staging: it keeps its measured call as ``call_us``, which the simulator spends as
+the call's cost and then staging."""
 
 from __future__ import annotations
 
@@ -10,8 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from swimlanes.engine import simulate
-from swimlanes.model.op_defaults import converted_fields, copy_size_changes, host_memory_changes
+from swimlanes.engine import get_preset, simulate
+from swimlanes.model.op_defaults import (
+    async_changes,
+    converted_fields,
+    copy_size_changes,
+    host_memory_changes,
+)
 from swimlanes.model.validate import validate
 from swimlanes.timeline import TimelineBuilder
 from swimlanes.timeline.formats.io import load_timeline_any
@@ -56,12 +62,25 @@ def test_copies_that_ran_alone_keep_their_measured_device_time() -> None:
         call_ns=200_000,
     )
     rebuilt, copies = _rebuilt_copies(tl)
-    assert [op.duration_us for op in copies] == [123.457, 124.457, None, 126.457, 127.457]
+    assert [op.duration_us for op in copies] == [123.457, 124.457, 125.457, 126.457, 127.457]
     assert [op.host_memory for op in copies] == ["pageable"] * 3 + ["pinned"] * 2
-    # the calls that wait for the device keep the preset's cost: no measured call time
-    assert [op.call_us for op in copies] == [None, None, None, 200.0, None]
+    # Calls that wait for the device keep the preset's cost; the async pageable H2D's call
+    # staged its data: it keeps the call's measured time, staging included.
+    assert [op.call_us for op in copies] == [None, None, 200.0, 200.0, None]
     assert "kernels and copies (pinned ones where no copy" in rebuilt.pipeline.extra["description"]
-    untimed = _copies([("h2d", "cudaMemcpyAsync", "pageable")])
+    # Replayed: the staging call lasts its 200 us, and its DMA its measured time, starting
+    # once the first of its four 1 MiB chunks is staged.
+    pipeline = rebuilt.pipeline
+    row = pipeline.program.index(copies[2])
+    preset = get_preset("h200")
+    assert preset.pageable_h2d_chunk_bytes == MIB
+    sim = simulate(pipeline, preset)
+    assert sim.issue_end[row] - sim.issue_start[row] == 200_000
+    assert sim.end[row] - sim.start[row] == 125_457
+    cost = preset.issue_cost_ns("h2d")
+    assert sim.start[row] - sim.issue_start[row] >= cost + (200_000 - cost) // 4
+    untimed = _copies([("h2d", "cudaMemcpyAsync", "pinned"), ("d2h", "cudaMemcpyAsync", "pinned")],
+                      apart_ns=100_000)  # fmt: skip
     description = reconstruct(untimed).pipeline.extra["description"]
     assert ": kernels keep their measured time," in description
 
@@ -83,16 +102,28 @@ def test_a_pinned_copy_overlapped_by_the_other_direction_stays_modelled() -> Non
 
 
 def test_editing_a_rebuilt_copy_drops_the_time_it_was_measured_with() -> None:
-    tl = _copies([("d2h", "cudaMemcpyAsync", "pageable"), ("h2d", "cudaMemcpyAsync", "pinned")])
-    rebuilt, (pageable, pinned) = _rebuilt_copies(tl)
+    tl = _copies(
+        [
+            ("d2h", "cudaMemcpyAsync", "pageable"),
+            ("h2d", "cudaMemcpyAsync", "pinned"),
+            ("h2d", "cudaMemcpyAsync", "pageable"),
+        ]
+    )
+    rebuilt, (pageable, pinned, staged) = _rebuilt_copies(tl)
     pipeline = rebuilt.pipeline
     # Another memory: its device time was the old memory's.
     assert host_memory_changes(pageable, "pinned") == {"host_memory": "pinned", "duration_us": None}
-    assert host_memory_changes(pinned, "pageable") == {
-        "host_memory": "pageable",
-        "duration_us": None,
-    }
     assert host_memory_changes(pinned, "pinned") == {"host_memory": "pinned"}
+    # An H2D that starts or stops staging on its call: its call's time was that call's.
+    assert host_memory_changes(pinned, "pageable") == {
+        "host_memory": "pageable", "duration_us": None, "call_us": None,
+    }  # fmt: skip
+    assert host_memory_changes(staged, "pinned") == {
+        "host_memory": "pinned", "duration_us": None, "call_us": None,
+    }  # fmt: skip
+    assert async_changes(staged, False) == {"is_async": False, "call_us": None}
+    assert async_changes(staged, True) == {"is_async": True}
+    assert async_changes(pageable, False) == {"is_async": False}  # a D2H: it never stages
     # A new size: the model times it (a doubled copy must not keep the old size's time).
     assert copy_size_changes(pinned, 8 * MIB) == {"bytes": 8 * MIB, "duration_us": None}
     assert copy_size_changes(pinned, 4 * MIB) == {"bytes": 4 * MIB}
@@ -109,8 +140,8 @@ def test_editing_a_rebuilt_copy_drops_the_time_it_was_measured_with() -> None:
 
 def _timed_copies(capture: str) -> int:
     """How many copies of the rebuilt capture got a measured time (each checked to have its
-    measured device span to the nanosecond), and how many async pageable H2D stayed modelled;
-    a pinned one stays modelled only where the other direction overlapped it."""
+    measured device span to the nanosecond), and how many stayed modelled (each checked to be
+    a pinned one that the other direction overlapped)."""
     tl, _ = load_timeline_any(CAPTURES / f"swimming_in_streams-{capture}.capture.json.gz")
     rebuilt = reconstruct(tl)
     program, measured = rebuilt.pipeline.program, rebuilt.measured
@@ -123,10 +154,9 @@ def _timed_copies(capture: str) -> int:
         if op.duration_us is not None:
             assert op.duration_us == pytest.approx(span_us, abs=5e-4), row
             timed += 1
-        elif op.host_memory == "pinned":
-            assert row in overlapped(measured), row
         else:
-            assert (op.op, op.is_async) == ("h2d", None), row
+            assert op.host_memory == "pinned", row
+            assert row in overlapped(measured), row
             modelled += 1
     return timed, modelled
 
@@ -143,8 +173,8 @@ def overlapped(tl) -> set[int]:
 
 
 def test_a_pytorch_capture_replays_its_copy_times() -> None:
-    """``.cpu()`` into a fresh tensor each time (30 pageable D2H) and PyTorch's non_blocking
-    D2H into pinned memory (30) keep their measured time (no pinned D2H overlapped an H2D in
-    these runs); the async H2D copies from pageable CPU tensors (30 in each) stay modelled."""
+    """``.cpu()`` into a fresh tensor each time (30 pageable D2H), PyTorch's non_blocking D2H
+    into pinned memory (30) and the async H2D copies from pageable CPU tensors (30 in each)
+    keep their measured time: no pinned D2H overlapped an H2D in these runs."""
     counts = {c: _timed_copies(c) for c in ("blocking", "non_blocking")}
-    assert counts == {"blocking": (30, 30), "non_blocking": (30, 30)}
+    assert counts == {"blocking": (60, 0), "non_blocking": (60, 0)}

@@ -162,12 +162,6 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
         setattr(plan, name, list(map(shared.__getitem__, ids)))
     if repeat_costs is not None:
         plan.cost = repeat_costs
-    # A call with its own measured host time (a captured program's) costs that instead.
-    measured = [(i, c) for i, c in enumerate(map(_CALL_US, program)) if c is not None]
-    if measured:
-        plan.cost = list(plan.cost)
-        for i, call_us in measured:
-            plan.cost[i] = gap + round(call_us * 1000.0)
     # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
     extras, is_kernel = shapes.extras, (shapes.columns["kind"] == _KERNEL).tolist()
     kernel = [x if y else None for x, y in zip(extras, is_kernel, strict=True)]
@@ -176,7 +170,24 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     plan.kernel = list(map(kernel.__getitem__, ids))  # type: ignore[arg-type]
     if any(x is not None for x in stage):
         plan.stage = list(map(stage.__getitem__, ids))  # type: ignore[arg-type]
+    _measured_calls(plan, program, gap)
     return plan
+
+
+def _measured_calls(plan: Plan, program: list[Op], gap: int) -> None:
+    """A call with its own measured host time (a captured program's) costs that instead of
+    the preset's cost. An async pageable H2D's measured call is the whole call, staging
+    included: it costs the preset's cost and stages for the rest (none if that is longer)."""
+    measured = [(i, c) for i, c in enumerate(map(_CALL_US, program)) if c is not None]
+    if not measured:
+        return
+    plan.cost = list(plan.cost)
+    for i, call_us in measured:
+        call = round(call_us * 1000.0)
+        if plan.host[i] == ENQ_STAGE:  # (plan.stage is set for every such op)
+            plan.stage[i] = max(0, call - (plan.cost[i] - gap))
+        else:
+            plan.cost[i] = gap + call
 
 
 def _repeat_costs(

@@ -191,7 +191,8 @@ class Op:
     flops: float | None = None
     event: str | None = None
     #: The call's own host time in us, measured (a captured or imported program's): it replaces
-    #: the device preset's issue cost for this call, so that a rebuilt program keeps its pace.
+    #: the device preset's issue cost for this call, so that a rebuilt program keeps its pace
+    #: (an async pageable H2D's covers its staging too: see ``stages_on_call``).
     call_us: float | None = None
     #: The host thread (named by its device) that issues a host-only op (``host``,
     #: ``event_sync``, ``device_sync``, ``malloc``, ``free``); None: the first device's. Ops on
@@ -224,6 +225,14 @@ class Op:
     @property
     def effective_host_memory(self) -> str:
         return self.host_memory or "pinned"
+
+    @property
+    def stages_on_call(self) -> bool:
+        """An async H2D from pageable memory: its call returns once the host has staged the
+        data, so a measured ``call_us`` is the whole call, staging included."""
+        return (
+            self.op == "h2d" and self.effective_host_memory == "pageable" and self.effective_async
+        )
 
     @property
     def display_label(self) -> str:

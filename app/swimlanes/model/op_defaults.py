@@ -8,7 +8,7 @@ registry (a kind without defaults fails the coverage test, not a palette drop).
 
 from __future__ import annotations
 
-from dataclasses import fields
+from dataclasses import fields, replace
 from typing import Any
 
 from swimlanes.model.document import (
@@ -113,7 +113,23 @@ def host_memory_changes(op: Op, memory: str) -> dict[str, Any]:
     changes: dict[str, Any] = {"host_memory": memory}
     if op.duration_us is not None and memory != op.effective_host_memory:
         changes["duration_us"] = None
-    return changes
+    return {**changes, **_staging_call_changes(op, replace(op, host_memory=memory))}
+
+
+def async_changes(op: Op, is_async: bool) -> dict[str, Any]:
+    """The field changes that make copy ``op`` asynchronous or not (see
+    :func:`_staging_call_changes`)."""
+    changes: dict[str, Any] = {"is_async": is_async}
+    return {**changes, **_staging_call_changes(op, replace(op, is_async=is_async))}
+
+
+def _staging_call_changes(op: Op, edited: Op) -> dict[str, Any]:
+    """An async pageable H2D's measured ``call_us`` is the whole call, its staging included
+    (see :attr:`Op.stages_on_call`): an edit that makes a copy start or stop staging on its
+    call drops it, so that the call costs what the preset says for the call it now is."""
+    if op.call_us is not None and op.stages_on_call != edited.stages_on_call:
+        return {"call_us": None}
+    return {}
 
 
 def copy_size_changes(op: Op, nbytes: int) -> dict[str, Any]:

@@ -18,11 +18,12 @@ The pipeline replays the host program the timeline recorded, call by call in iss
   CuPy pinned H2D ran at 42 GB/s where calibrate had measured 55 GB/s a minute earlier). A
   pinned copy keeps it only where no copy of the other direction overlapped it: an
   overlapped copy's time holds the slowdown that the simulator applies again wherever the
-  replay overlaps it, so it stays modelled. An async pageable H2D stays modelled too (see
-  ``_Builder.replays_device_time``). That time belongs to the copy as it was measured:
-  changing its host memory, size or direction drops it
+  replay overlaps it, so it stays modelled. An async pageable H2D keeps its measured call as
+  ``call_us`` too: it returns once its data is staged, and the simulator stages for what is
+  left of that call after the call's cost. That time belongs to the copy as it was measured:
+  changing its host memory, size, direction or (the staging call) being async drops it
   (:func:`swimlanes.model.op_defaults.host_memory_changes`, ``copy_size_changes``,
-  ``converted_fields``), so that the model times the copy as edited.
+  ``converted_fields``, ``async_changes``), so that the model times the copy as edited.
 * **events**: a wait or event sync whose record the trace names waits on that record's event
   (``e<row>``); the record goes on the stream the trace says it was waited on, else on the
   stream of the last GPU work issued before it. A wait whose record is unknown, or a record on
@@ -40,8 +41,8 @@ The pipeline replays the host program the timeline recorded, call by call in iss
   the context): the simulation then spends what the program spent, on any preset. A call that
   waits (a sync, a synchronous or pageable copy) keeps the preset's cost: its wait is what the
   model predicts, and an edit (pinning the memory, dropping the sync) must be able to change it.
-  A pageable copy's call keeps the preset's cost too; at most its device time is the measured
-  one.
+  A pageable D2H or synchronous copy's call keeps the preset's cost too (its device time is
+  the measured one); an async pageable H2D's measured call is its staging (above).
 
 :func:`reconstruct` also returns the measurement re-indexed to the pipeline's program (host gap
 ops shift the indices; left-out rows get indices past the program), so that compare, the app's
@@ -303,9 +304,12 @@ class _Builder:
     def call_us(self, row: int, op: Op) -> float | None:
         """The call's measured host time, for a call that does not wait for the device (a
         waiting call's time is the wait the model predicts, which an edit must be able to
-        change); None when the trace has no call span."""
+        change); None when the trace has no call span. An async pageable H2D's call is its
+        staging, which the simulator takes from its measured call (the call's cost, then
+        staging for the rest of it): how fast a host stages is its memory's state, which no
+        preset knows."""
         tl = self.tl
-        if self.waits_for_device(op):
+        if self.waits_for_device(op) and not op.stages_on_call:
             return None
         if tl.issue_start[row] == NO_TIME or tl.issue_end[row] == NO_TIME:
             return None
@@ -355,19 +359,13 @@ class _Builder:
 
     def replays_device_time(self, op: Op, row: int) -> bool:
         """Whether copy ``op`` (trace row ``row``) keeps its measured device time: a pageable
-        one whose call waits for the copy (a D2H, a synchronous H2D), and a pinned one that no
-        copy of the other direction overlapped in the measurement (its measured time is then
-        its time alone on the link, which the simulator slows down again where the replay
-        overlaps it; an overlapped copy's time has that slowdown in it already, so it stays
-        modelled). An async pageable H2D stays modelled: the simulator takes its
-        ``duration_us`` as the host's staging time too, and the measured DMA, pipelined with
-        the staging, started well before the staging ended (in a captured PyTorch program its
-        4 MiB copies' DMA ended 21 us after the call returned, and would end 91 us after)."""
+        one, and a pinned one that no copy of the other direction overlapped in the
+        measurement (its measured time is then its time alone on the link, which the
+        simulator slows down again where the replay overlaps it; an overlapped copy's time
+        has that slowdown in it already, so it stays modelled)."""
         if op.op not in ("h2d", "d2h"):
             return False
-        if op.host_memory == "pageable":
-            return op.op == "d2h" or op.is_async is False
-        return row not in self.overlapped_copies
+        return op.host_memory == "pageable" or row not in self.overlapped_copies
 
     def record_op(
         self, row: int, stream: str | None, last_stream: str | None, label: str | None

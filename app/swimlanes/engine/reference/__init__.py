@@ -20,7 +20,8 @@ once.
      with ``pageable_d2h_chunk_bytes`` also copies its last chunk out: one chunk at the
      host's copy-out rate);
    - an async pageable H2D returns after the host has staged all of its bytes (at the host's
-     staging rate, or its ``duration_us``); with ``pageable_h2d_chunk_bytes`` its DMA may start
+     staging rate, or its ``duration_us``; with a ``call_us``, the whole measured call, the
+     host stages for what is left of it after the preset's cost of the call); with ``pageable_h2d_chunk_bytes`` its DMA may start
      only once the first chunk is staged (the staging time times chunk / bytes, rounded down);
    - ``stream_sync`` waits for the last enqueued op of its stream (the legacy default stream
      when none is named), ``event_sync`` for the event's record (rule 2), ``device_sync`` and

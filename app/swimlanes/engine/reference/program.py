@@ -138,9 +138,13 @@ def op_table(
         repeat = bool(preset.repeat_issue_cost_us) and call_key == previous_call
         previous_call = call_key
         cost = preset.repeat_issue_cost_ns(op.op) if repeat else preset.issue_cost_ns(op.op)
-        if op.call_us is not None:  # the call's own measured time replaces the preset's
-            cost = round(op.call_us * 1000.0)
         call, solo, extra = _host_and_solo(op, preset)
+        if op.call_us is not None:  # the call's own measured time replaces the preset's
+            measured = round(op.call_us * 1000.0)
+            if call is HostCall.ENQUEUE_AND_STAGE:  # the whole call: staging is the rest
+                extra = max(0, measured - cost)
+            else:
+                cost = measured
         fact = OpFacts(
             index=i,
             kind=op.op,

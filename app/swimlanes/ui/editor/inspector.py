@@ -45,7 +45,7 @@ from swimlanes.model.edits import (
     SetOpFields,
     SetStreamFields,
 )
-from swimlanes.model.op_defaults import copy_size_changes, host_memory_changes
+from swimlanes.model.op_defaults import async_changes, copy_size_changes, host_memory_changes
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.collective_fields import (
     SetInstanceFields,
@@ -180,9 +180,7 @@ class Inspector(DeviceFields, ThreadFields, QWidget):
         self._on_commit(self.size, self._commit_size)
         self.unit.activated.connect(lambda _i: self._commit_size())
         self.host_memory.activated.connect(lambda _i: self._commit_host_memory())
-        self.is_async.clicked.connect(
-            lambda checked: self._set("is_async", {"is_async": bool(checked)})
-        )
+        self.is_async.clicked.connect(self._commit_async)
         self._on_commit(self.blocks, lambda: self._commit_int("blocks", self.blocks))
         self._on_commit(self.threads, lambda: self._commit_int("threads", self.threads))
         self.timing.activated.connect(lambda _i: self._commit_timing_mode())
@@ -386,6 +384,11 @@ class Inspector(DeviceFields, ThreadFields, QWidget):
         op = self.current_op()
         if op is not None:  # one edit: a copy's time was measured with its old memory
             self._set("host_memory", host_memory_changes(op, self.host_memory.currentText()))
+
+    def _commit_async(self, checked: bool) -> None:
+        op = self.current_op()
+        if op is not None:  # one edit: a staging call's measured time covered its staging
+            self._set("is_async", async_changes(op, bool(checked)))
 
     def _commit_kind(self) -> None:
         self._set("op", {"op": self.kind.currentData()})
