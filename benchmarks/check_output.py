@@ -5,7 +5,8 @@ another checkout, e.g. from ``git archive`` of the commit before a change) and c
 each printed (stdout and stderr bytes, exit status):
 
 - ``simulate FILE --device P --json`` and the table, for every shipped example and capture on
-  every preset (built in and multi-GPU), plus ``--insights`` and ``critical-path --json``;
+  every preset (built in and multi-GPU), plus ``--insights``, ``--band`` (6 samples) and
+  ``critical-path --json``;
 - ``simulate --json`` of random-mix files (benchmarks/bench_engine.py's) of ``--sizes`` ops
   (default 1000 10000 100000: the two smaller on every single-GPU preset, the largest on h200,
   ideal and c1060);
@@ -117,6 +118,8 @@ def write_cases(folder: Path, sizes: list[int], quick: bool) -> list[list[str]]:
             cases.append(["simulate", str(path), "--device", preset, "--json"])
             cases.append(["simulate", str(path), "--device", preset])
         cases.append(["simulate", str(path), "--json", "--insights"])
+        cases.append(["simulate", str(path), "--band", "--band-samples", "6", "--insights"])
+        cases.append(["simulate", str(path), "--json", "--band", "--band-samples", "6"])
         cases.append(["critical-path", str(path), "--json"])
     for path in sorted(folder.glob("edge-*.json")):
         cases.append(["simulate", str(path), "--json"])

@@ -5,18 +5,19 @@ from __future__ import annotations
 
 import argparse
 import textwrap
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from swimlanes.analysis.insights import Insight, explain
-from swimlanes.engine import get_preset
-from swimlanes.engine.bands import Band
-from swimlanes.model.document import Pipeline
-from swimlanes.services.band_output import add_op_bands, band_json, band_line, compute_band
-from swimlanes.services.devices import device_choice
 from swimlanes.services.json_text import json_text
 from swimlanes.services.simulation import format_table, simulate_file, simulation_json
 from swimlanes.timeline.metrics import compute_metrics
-from swimlanes.timeline.timeline import Timeline
+
+# The insights and the prediction band are imported where --insights and --band ask for them:
+# a plain simulate (a script's, a benchmark's) does not pay for their modules at start-up.
+if TYPE_CHECKING:
+    from swimlanes.analysis.insights import Insight
+    from swimlanes.engine.bands import Band
+    from swimlanes.model.document import Pipeline
+    from swimlanes.timeline.timeline import Timeline
 
 
 def format_insights(insights: list[Insight]) -> str:
@@ -38,7 +39,7 @@ def format_insights(insights: list[Insight]) -> str:
 def run(args: argparse.Namespace) -> int:
     pipeline, timeline = simulate_file(args.file, args.device)
     m = compute_metrics(timeline)
-    insights = explain(pipeline, timeline) if args.insights else None
+    insights = _insights(pipeline, timeline) if args.insights else None
     band = _band(pipeline, timeline, args) if getattr(args, "band", False) else None
     if args.json:
         # Without a band (which adds keys to each op's row) the rows are written as text
@@ -52,6 +53,8 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(format_table(pipeline, timeline, m))
         if band is not None:
+            from swimlanes.services.band_output import band_line
+
             print(band_line(timeline.makespan_ns, band))
         if insights is not None:
             print()
@@ -59,13 +62,25 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _insights(pipeline: Pipeline, timeline: Timeline) -> list[Insight]:
+    from swimlanes.analysis.insights import explain
+
+    return explain(pipeline, timeline)
+
+
 def _band(pipeline: Pipeline, timeline: Timeline, args: argparse.Namespace) -> Band | str:
     """The prediction band on the preset just simulated on (see services.band_output)."""
+    from swimlanes.engine import get_preset
+    from swimlanes.services.band_output import compute_band
+    from swimlanes.services.devices import device_choice
+
     preset = get_preset(device_choice(pipeline, args.device))
     return compute_band(pipeline, preset, args.band_samples, args.seed)
 
 
 def _add_band_json(out: dict[str, Any], timeline: Timeline, band: Band | str) -> None:
+    from swimlanes.services.band_output import add_op_bands, band_json
+
     out.update(band_json(band))
     if not isinstance(band, str):
         add_op_bands(out["ops"], timeline, band)

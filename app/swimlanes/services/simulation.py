@@ -14,7 +14,6 @@ from swimlanes.resources import pipeline_argument
 from swimlanes.services.devices import device_choice
 from swimlanes.services.errors import CommandError
 from swimlanes.services.json_text import EncodedRows
-from swimlanes.services.runs import is_pipeline_file, load_trace
 from swimlanes.timeline.json_rows import op_rows_text
 from swimlanes.timeline.metrics import Metrics, metrics_json
 from swimlanes.timeline.timeline import NO_TIME, Timeline
@@ -123,6 +122,9 @@ def format_table(pipeline: Pipeline, timeline: Timeline, m: Metrics) -> str:
 def timeline_of_file(arg: str, device: str | None) -> Timeline:
     """A pipeline (file or example name) simulated on ``device``, or the timeline of a saved
     run, timeline file or trace, as it was measured (``diff`` and ``critical-path``)."""
+    # Imported here: the trace readers are not needed to simulate (simulate --json's start-up).
+    from swimlanes.services.runs import is_pipeline_file, load_trace
+
     path = Path(pipeline_argument(arg))
     if path.is_file() and not is_pipeline_file(path):
         timeline, _ = load_trace(path)
