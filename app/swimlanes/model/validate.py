@@ -48,7 +48,7 @@ from swimlanes.model.validate_devices import (
     scope_of,
     stream_device,
 )
-from swimlanes.model.validate_ops import parse_op
+from swimlanes.model.validate_ops import parse_ops
 from swimlanes.model.validate_threads import (
     host_threads_of,
     parse_host_threads,
@@ -228,7 +228,7 @@ def pipeline_from_dict(data: Any, *, match_collectives: bool = True) -> Pipeline
     scope.communicators = {comm.name: comm.devices for comm in communicators}
     parse_host_threads(c, data, scope)
     streams = _parse_streams(c, raw_streams, scope)
-    program = [parse_op(c, raw, f"program[{i}]", scope) for i, raw in enumerate(raw_program)]
+    program = parse_ops(c, raw_program, scope)
     extra = {k: v for k, v in data.items() if k not in _KNOWN}
     unknown = {k: v for k, v in extra.items() if k not in _TEXT_KEYS}
     if unknown:

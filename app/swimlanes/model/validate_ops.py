@@ -81,6 +81,9 @@ _PLAIN_KEYS: dict[str, frozenset[str]] = {
     for spec in REGISTRY
     if not spec.multi_device
 }
+#: Kinds whose plain op may be ``{"op", "stream", "bytes"}`` alone, with nothing else to check
+#: (a kernel needs its grid; the other kinds with bytes take no stream or are multi-device).
+_STREAM_AND_BYTES = frozenset(("h2d", "d2h", "d2d", "memset"))
 #: Kinds whose ``bytes`` and ``event`` are required.
 _NEEDS_BYTES = frozenset(kinds_where_required("bytes"))
 _NEEDS_EVENT = frozenset(kinds_where_required("event"))
@@ -113,12 +116,30 @@ def _plain_op(raw: dict, stream_names: Container[str]) -> Op | None:
     label, stream, nbytes = get("label"), get("stream"), get("bytes")
     if label is not None and (type(label) is not str or len(label) > MAX_NAME_CHARS):
         return None
-    if stream is not None and (not _plain_name(stream) or stream not in stream_names):
+    # (_plain_name, inlined: this runs once per op of a big program)
+    if stream is not None and (
+        type(stream) is not str
+        or stream not in stream_names
+        or len(stream) > MAX_NAME_CHARS
+        or not stream.strip()
+    ):
         return None
-    if nbytes is not None and not (type(nbytes) is int and 0 < nbytes <= MAX_BYTES):
+    if nbytes is None:
+        if kind in _NEEDS_BYTES:
+            return None
+    elif not (type(nbytes) is int and 0 < nbytes <= MAX_BYTES):
         return None
-    if nbytes is None and kind in _NEEDS_BYTES:
-        return None
+    if len(raw) == 3 and kind in _STREAM_AND_BYTES and stream is not None and nbytes is not None:
+        # {"op", "stream", "bytes"} alone (most copies of big programs): nothing else to check
+        return Op(kind, stream, None, nbytes)
+    return _plain_rest(raw, kind, stream, label, nbytes)
+
+
+def _plain_rest(
+    raw: dict, kind: str, stream: str | None, label: str | None, nbytes: int | None
+) -> Op | None:
+    """_plain_op's checks of the keys after ``op``, ``label``, ``stream`` and ``bytes``."""
+    get = raw.get
     memory, is_async, duration = get("host_memory"), get("async"), get("duration_us")
     if memory is not None and memory not in HOST_MEMORY_KINDS:
         return None
@@ -157,12 +178,30 @@ def _plain_op(raw: dict, stream_names: Container[str]) -> Op | None:
     )  # fmt: skip
 
 
+def parse_ops(c: Checker, raws: list, scope: Scope) -> list[Op | None]:
+    """The op of each item of ``raws`` (the program), None for those with problems (reported
+    at ``program[i]``); as parse_op of each, with the JSON path built only for ops that are
+    not plainly valid."""
+    plain, names = _plain_op, scope.stream_device
+    ops: list[Op | None] = [plain(raw, names) if type(raw) is dict else None for raw in raws]
+    if None in ops:
+        for i, (raw, op) in enumerate(zip(raws, ops, strict=True)):
+            if op is None:
+                ops[i] = _parse_op(c, raw, f"program[{i}]", scope)
+    return ops
+
+
 def parse_op(c: Checker, raw: Any, path: str, scope: Scope) -> Op | None:
     """The op of ``raw`` (at JSON path ``path``), or None with its problems reported."""
     if type(raw) is dict:
         op = _plain_op(raw, scope.stream_device)
         if op is not None:
             return op
+    return _parse_op(c, raw, path, scope)
+
+
+def _parse_op(c: Checker, raw: Any, path: str, scope: Scope) -> Op | None:
+    """parse_op's full path: every key checked, every problem reported."""
     if not isinstance(raw, dict):
         c.add(path, "must be an object")
         return None
