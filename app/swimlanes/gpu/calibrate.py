@@ -32,6 +32,7 @@ from typing import Any
 from swimlanes.gpu.backend import make_backend
 from swimlanes.gpu.backend_api import CudaBackend
 from swimlanes.gpu.calibration_probes import MB, Calibration
+from swimlanes.gpu.calibration_programs import cross_checked_bidirectional
 from swimlanes.gpu.plan import DeviceInfo
 
 REFERENCE_SIZE = 256 * MB
@@ -91,7 +92,10 @@ def calibrate(
     when = datetime.now(UTC).strftime("%Y-%m-%d")
     # The timing fit takes the copy rates and issue costs just measured as known.
     if not c.over_time("timing"):
-        measured.update(c.timing(_fit_preset(info, measured, ref, when)))
+        timing, c.raw["bidirectional_check"] = cross_checked_bidirectional(
+            c.timing(_fit_preset(info, measured, ref, when)), c.raw.get("bidirectional")
+        )
+        measured.update(timing)
     preset = _fit_preset(info, measured, ref, when)
     if c.skipped:
         preset["description"] += (
