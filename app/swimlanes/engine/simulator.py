@@ -66,6 +66,7 @@ from typing import cast
 
 from swimlanes.engine.blocks import EV_BATCH, SMS_IDLE, SmWork
 from swimlanes.engine.copies import D2H, EV_COPY, H2D
+from swimlanes.engine.core import run_compiled
 from swimlanes.engine.errors import SimulationCancelled
 from swimlanes.engine.plan import (
     ENQ,
@@ -145,7 +146,10 @@ def simulate(
             adjust_plan(plan)
         run = _Run(plan, preset, progress, cancel)
         try:
-            run.loop()
+            # The compiled loop (engine/core) when SWIMLANES_ENGINE and the size ask for it
+            # and it can run this pipeline; else, or if it declines, this module's loop.
+            if not run_compiled(run, progress, cancel):
+                run.loop()
         except (OverflowError, ValueError) as err:  # an int64 column refused a time
             raise SimulationRangeError(_out_of_range(run)) from err
         run.drop_work_columns()

@@ -1,0 +1,94 @@
+"""Where the compiled core keeps each piece of a simulation's state: row numbers of its
+struct-of-arrays tables, event tags and codes (the same values as the Python engine's), and
+the clock's bounds.
+
+Numba reads module-level ints as compile-time constants, so the compiled functions index their
+tables with these names at no cost. Each table is one 2-D array (a row per field, a column per
+op, stream, queue or copy engine) so that a function takes a handful of arrays, not dozens.
+"""
+
+from __future__ import annotations
+
+# -- the clock -----------------------------------------------------------------------------------
+#: The host's time while it waits or when it is done (state.INF).
+INF = 1 << 62
+#: The heap sentinel's time. The Python engine's NEVER (2**63) does not fit int64: int64's
+#: largest value is as good, since no event at INF or later is ever kept (see BAIL).
+NEVER = (1 << 63) - 1
+#: Inputs (host costs, device times, latencies) at or past this are not run compiled: with every
+#: time below INF, a sum of a time and an input stays inside int64.
+INPUT_LIMIT = 1 << 61
+
+# -- heap event tags (simulator, blocks, copies, queues) -----------------------------------------
+EV_BATCH, EV_COPY, EV_TIMER, EV_CALLBACK = 1, 2, 3, 4
+#: Heap entry width: (time, seq, tag, a, b).
+HW = 5
+
+# -- plan codes (plan_model) -------------------------------------------------------------------
+RUN_COPY, RUN_SM, RUN_KERNEL, RUN_INSTANT, RUN_CALLBACK = range(5)
+ENQ, ENQ_WAIT, ENQ_STAGE, ENQ_BARRIER = 0, 1, 2, 3
+WAIT_STREAM, WAIT_EVENT, WAIT_ALL, BUSY, BARRIER = 4, 5, 6, 7, 8
+END = -1  # host code of the row past the program
+STREAM_LEGACY, STREAM_BLOCKING = 0, 1
+HOST = -1  # waiter id of the host thread
+# Dependency kinds (timeline.DEP_KINDS): only those the loop records.
+DEP_DEFAULT_STREAM, DEP_QUEUE, DEP_HOST = 2, 3, 4
+H2D, D2H = 0, 1
+COPIES, BLOCKS = 1, 2  # dirty bits
+BATCH_DONE, KERNEL_DONE, SMS_IDLE = 0, 1, 2
+
+# -- per-op int64 table (OP) rows: times, costs and counts -------------------------------------
+(
+    COST, SOLO, STAGE, STAGE_OFF, READY, DONE, DSTART, WHEAD, WTAIL, W_SEQ, W_REM, W_RES,
+    W_MAXRES,
+) = range(13)  # fmt: skip
+N_OP_ROWS = 13
+# -- per-op int32 table (OI) rows: codes and op numbers (half the memory of int64 rows)
+(
+    KIND, STREAM, QUEUE, RUN, HOSTC, NEXTQ, PREV, ORIGIN, RECORD, DLEN, GROUP, NEXTDEF,
+    W_PRIO, W_COST, W_STARTED,
+) = range(15)  # fmt: skip
+N_OI_ROWS = 15
+# -- per-op float64 table (F) rows: a kernel's (or SM copy's) ns per block and rounding carry
+W_BLOCK_NS, W_CARRY = range(2)
+N_OP_FROWS = 2
+
+# -- scalars (S) ---------------------------------------------------------------------------------
+(
+    HOST_I, HOST_T, DIRTY, HEAP_N, SEQ, WN_N, DP_N, EDGE_N, OCC_N, TODO_N, LAST_DEFAULT,
+    BARRIER_ID, BAR_N, HOST_WAITING, HW_N, LK_OP, LK_STREAM, LK_GROUP, GROUP_N, FREE,
+    RES_KERNELS, PEND_N, RUNNING, RUNNING_D2H, POOL_N, POOL_N_D2H, BAIL,
+) = range(27)  # fmt: skip
+N_SCALARS = 27
+
+# -- configuration (C: int64, CF: float64) -----------------------------------------------------
+(
+    N_OPS, COMPUTE, SIGNAL, TRACK, LAT_ON, KTAIL, SM_COUNT, SLOTS_PER_SM, SLOTS, MAX_RES_K,
+    SHARED, N_ENG, STICKY, OLDEST_FIRST, FLUID, PAIRED, SMC_COST, SMC_MAXRES, POOL_OF_H2D,
+    POOL_OF_D2H, H2D_KIND, EVENT_WAIT_KIND, N_STREAMS,
+) = range(23)  # fmt: skip
+LAT0 = 24  # 25 entries: state._dependency_latency's table
+LAUNCH0 = LAT0 + 25  # 32 entries: launch latency per op kind code
+SYNC0 = LAUNCH0 + 32  # 9 entries: sync_return per host code
+REST0 = SYNC0 + 9  # 4 entries: rest after a copy, [direction * 2 + contended]
+N_CONFIG = REST0 + 4
+SLOWED0, FIXED0, FIXED_SLOWED0 = 0, 2, 4  # CF: two entries each, by direction
+N_FCONFIG = 6
+
+# -- per-stream (ST), per-queue (Q), per-copy-engine (E, EF) rows ------------------------------
+S_CLASS, S_PRIO, S_TAIL, S_COVERED, S_SEEN_DEFAULT, S_SEEN_BARRIER, S_QUIET = range(7)
+N_STREAM_ROWS = 7
+Q_HEAD, Q_LEN, Q_LAST_STREAM, Q_PREV_POP, Q_PREV_POP_T = range(5)
+N_QUEUE_ROWS = 5
+(E_POOL, E_OP, E_DIR, E_LAST_STREAM, E_SINCE, E_VERSION, E_CONTENDED, E_FREE_AT, E_WAKE_AT,
+ E_PARTNER) = range(10)  # fmt: skip
+N_ENGINE_ROWS = 10
+E_REMAINING, E_FACTOR = 0, 1
+# -- Fermi completion groups (GR): running members, deferred ops' list head and tail
+G_COUNT, G_HEAD, G_TAIL = range(3)
+
+# -- growable buffers (the list G): heap, waiter nodes, dependency pool, edges, occupancy, todo
+HEAP, WNODES, DPOOL, EDGES, OCC, TODO = range(6)
+
+# -- what a compiled run returns -----------------------------------------------------------------
+DONE_STATUS, MORE, OUT_OF_RANGE = 0, 1, 2
