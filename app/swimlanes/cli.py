@@ -13,13 +13,30 @@ from swimlanes.services.errors import CommandError
 __all__ = ["CommandError", "build_parser", "main"]
 
 
-def _add_device(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--device",
-        default=None,
-        metavar="NAME",
-        help="device preset name or preset JSON file (default: the pipeline's or 'h200')",
-    )
+#: The preset picked beside a measurement (swimlanes.gpu.preset_choice), in order; compare
+#: warns when it falls back past the first.
+_MEASURED_HOST_PRESET = (
+    "the calibration of the host the measurement came from (cached here, or the shipped "
+    "preset of the host it was calibrated on), else{warned} another host's calibration of "
+    "that GPU, that GPU's shipped preset, or 'h200'"
+)
+#: --device's help per command: each says what that command simulates on when it is left out.
+DEVICE_HELP = {
+    "simulate": "device preset name or preset JSON file (default: the pipeline's device key, "
+    "else 'h200')",
+    "export": "device preset name or preset JSON file to simulate on (default: beside a "
+    "measurement, --measured or a saved run as INPUT, "
+    + _MEASURED_HOST_PRESET.format(warned="")
+    + "; otherwise the pipeline's device key, else 'h200')",
+    "compare": "device preset name or preset JSON file to simulate on (default: "
+    + _MEASURED_HOST_PRESET.format(warned=", with a warning,")
+    + "; when measuring now, a host with no calibration is calibrated first unless "
+    "--no-calibrate, and naming a preset skips that)",
+}
+
+
+def _add_device(p: argparse.ArgumentParser, command: str) -> None:
+    p.add_argument("--device", default=None, metavar="NAME", help=DEVICE_HELP[command])
 
 
 def _add_no_calibrate(p: argparse.ArgumentParser) -> None:
@@ -62,7 +79,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("simulate", help="simulate a pipeline and print its timeline")
     p.add_argument("file", help="pipeline file, or the name of a shipped example")
-    _add_device(p)
+    _add_device(p, "simulate")
     p.add_argument(
         "--json",
         action="store_true",
@@ -87,7 +104,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="file to write; its extension picks the format: .png, .svg, .pdf, .json (Chrome "
         "trace) or .csv",
     )
-    _add_device(p)
+    _add_device(p, "export")
     p.add_argument("--measured", metavar="RUN.json", help="a measured run to show beside it")
     p.add_argument(
         "--width",
@@ -278,7 +295,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     p = sub.add_parser("compare", help="run and simulate a pipeline and report the errors")
     p.add_argument("file", help="pipeline file, or the name of a shipped example")
-    _add_device(p)
+    _add_device(p, "compare")
     p.add_argument(
         "--repeat",
         type=int,

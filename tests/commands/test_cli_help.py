@@ -61,3 +61,28 @@ def test_every_command_option_and_positional_has_help() -> None:
 )
 def test_options_with_a_default_name_it(where: str, action: argparse.Action) -> None:
     assert "default" in str(action.help), f"{where} {_name(action)}: help does not say its default"
+
+
+def _device_help(command: str) -> str:
+    return next(
+        str(a.help)
+        for where, a in ACTIONS
+        if where == f"swimlanes {command}" and "--device" in a.option_strings
+    )
+
+
+def test_device_help_says_each_commands_own_default() -> None:
+    # simulate has only the pipeline: its device key, else h200; no measurement to go by.
+    simulate = _device_help("simulate")
+    assert "pipeline's device key" in simulate and "'h200'" in simulate
+    assert "calibration" not in simulate
+    # compare always has a measurement: the calibration of the host it came from first.
+    compare = _device_help("compare")
+    assert "default: the calibration of the host the measurement came from" in compare
+    assert "with a warning" in compare and "--no-calibrate" in compare
+    assert "pipeline's" not in compare
+    # export: the measured host's calibration beside a measurement, else as simulate does.
+    export = _device_help("export")
+    assert "beside a measurement" in export and "calibration of the host" in export
+    assert "otherwise the pipeline's device key" in export
+    assert len({simulate, compare, export}) == 3

@@ -184,6 +184,19 @@ def test_run_on_gpu_is_disabled_with_its_reason_without_a_gpu(window) -> None:
     assert not window.toolbar.repeat.isEnabled()
 
 
+def test_repeat_tooltip_says_which_repetition_the_measured_chart_shows(window) -> None:
+    from swimlanes.gpu.device_run import median_repetition
+
+    tip = window.toolbar.repeat.toolTip()
+    # One real repetition is shown, not per-op medians that no repetition ran.
+    assert "shows medians" not in tip
+    assert "one whole repetition" in tip and "device span" in tip and "is the median" in tip
+    assert "one untimed warm-up" in tip
+    # The rule it states is the executors': of spans 5, 1, 9, 3 the shorter middle one, 3.
+    assert "the shorter of the two middle ones" in tip
+    assert median_repetition([5, 1, 9, 3]) == 3 and median_repetition([4, 8, 6]) == 2
+
+
 def test_device_combo_has_key_figures_and_resimulates(window, qtbot) -> None:
     combo = window.toolbar.device
     assert combo.findText("h200") >= 0 and combo.findText("c1060") >= 0

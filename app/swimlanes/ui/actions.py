@@ -298,6 +298,15 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
     )
 
 
+#: What the Repeat box does: the executors (gpu/executor.py, gpu/multi_timeline.py) keep one
+#: real repetition, not per-op medians, which could mix repetitions into a schedule none ran.
+REPEAT_TIP = (
+    "Timed repetitions of a GPU run, after one untimed warm-up. The measured chart shows one "
+    "whole repetition, the one whose device span (first op start to last op end on the GPU) "
+    "is the median; for an even count, the shorter of the two middle ones"
+)
+
+
 @dataclass
 class ToolBarWidgets:
     toolbar: QToolBar
@@ -327,7 +336,7 @@ def build_toolbar(window: QMainWindow, a: Actions) -> ToolBarWidgets:
     repeat.setObjectName("repeat_spin")
     repeat.setRange(1, 1000)
     repeat.setValue(5)
-    repeat.setToolTip("Timed repetitions of a GPU run (after one warm-up); the chart shows medians")
+    repeat.setToolTip(REPEAT_TIP)
     tb.addWidget(repeat)
     tb.addAction(a.cancel_gpu)
     return ToolBarWidgets(toolbar=tb, device=device, repeat=repeat)
