@@ -5,6 +5,9 @@ field merge into one undo step). A value that cannot be used is refused, and the
 shown in red under the field; the document does not change. The limits are the file format's
 (``swimlanes.model.document``: MAX_BYTES, MAX_DURATION_US ...), so the editor never holds a
 document that would not load again once saved.
+
+The stream page is built, shown and committed by the StreamFields mixin (inspector_streams),
+the device and host-thread rows by DeviceFields and ThreadFields.
 """
 
 from __future__ import annotations
@@ -33,18 +36,11 @@ from swimlanes.model.document import (
     MAX_DURATION_US,
     MAX_FLOPS,
     MAX_NAME_CHARS,
-    MAX_PRIORITY,
     MAX_THREADS_PER_BLOCK,
-    MIN_PRIORITY,
     Op,
     Stream,
 )
-from swimlanes.model.edits import (
-    Edit,
-    RenameStream,
-    SetOpFields,
-    SetStreamFields,
-)
+from swimlanes.model.edits import Edit, SetOpFields
 from swimlanes.model.op_defaults import async_changes, copy_size_changes, host_memory_changes
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.collective_fields import (
@@ -56,6 +52,7 @@ from swimlanes.ui.editor.common import PALETTE_KINDS
 from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
 from swimlanes.ui.editor.inspector_devices import DeviceFields
 from swimlanes.ui.editor.inspector_fields import OPTIONAL_TIME, visible_rows
+from swimlanes.ui.editor.inspector_streams import StreamFields
 from swimlanes.ui.editor.inspector_threads import ThreadFields
 from swimlanes.ui.icons import op_icon
 from swimlanes.ui.style import OP_TITLE
@@ -76,15 +73,9 @@ LIMITS: dict[str, tuple[float, str]] = {
     "flops": (MAX_FLOPS, f"{MAX_FLOPS:g} FLOPs"),
     "bytes": (MAX_BYTES, format_bytes(MAX_BYTES)),
 }
-_STREAM_KIND_TITLES = {
-    "legacy_default": "legacy default",
-    "per_thread_default": "per-thread default",
-    "blocking": "blocking",
-    "non_blocking": "non-blocking",
-}
 
 
-class Inspector(DeviceFields, ThreadFields, QWidget):
+class Inspector(StreamFields, DeviceFields, ThreadFields, QWidget):
     """Edit the selected op's fields, or the selected stream's kind and priority."""
 
     def __init__(self, controller: DocumentController, parent: QWidget | None = None):
@@ -187,32 +178,6 @@ class Inspector(DeviceFields, ThreadFields, QWidget):
         self._on_commit(self.time, self._commit_time)
         self._on_commit(self.flops, self._commit_flops)
 
-    def _build_stream_page(self) -> QWidget:
-        page = QWidget()
-        form = QFormLayout(page)
-        form.setContentsMargins(0, 0, 0, 0)
-        self.stream_name = line_edit()
-        self.stream_name.setMaxLength(MAX_NAME_CHARS)
-        self.stream_kind = QComboBox()
-        for kind, title in _STREAM_KIND_TITLES.items():
-            self.stream_kind.addItem(title, kind)
-        self.priority = line_edit("lower is higher priority")
-        self.stream_fields = {
-            "name": Field(self.stream_name),
-            "kind": Field(self.stream_kind),
-            "priority": Field(self.priority),
-        }
-        form.addRow("Name", self.stream_fields["name"])
-        form.addRow("Kind", self.stream_fields["kind"])
-        form.addRow("Priority", self.stream_fields["priority"])
-        self.stream_form = form
-        self._build_stream_device_row(form)
-        self._build_stream_thread_row(form)
-        self.stream_name.editingFinished.connect(self._commit_stream_name)
-        self.stream_kind.activated.connect(lambda _i: self._commit_stream_kind())
-        self._on_commit(self.priority, self._commit_priority)
-        return page
-
     # -- showing the selection ------------------------------------------------------------
     def current_op(self) -> Op | None:
         ops = self.controller.selected_ops()
@@ -308,19 +273,6 @@ class Inspector(DeviceFields, ThreadFields, QWidget):
         visible = visible_rows(kind, mode, multi_device, threads)
         for key, fld in self.fields.items():
             self.op_form.setRowVisible(fld, key in ("op", "label") or key in visible)
-
-    def _show_stream(self, stream: Stream) -> None:
-        self.pages.setCurrentIndex(2)
-        self.title.setText(f"Stream {stream.name}")
-        self.call.setText(_stream_call(stream))
-        self.stream_name.setText(stream.name)
-        self.stream_kind.setCurrentIndex(list(_STREAM_KIND_TITLES).index(stream.kind))
-        self._set_text(self.priority, str(stream.priority))
-        fixed = stream.name == DEFAULT_STREAM
-        for w in (self.stream_name, self.stream_kind, self.priority):
-            w.setEnabled(not fixed)
-        self._show_stream_device(stream, self.controller.pipeline)
-        self._show_stream_thread(stream, self.controller.pipeline)
 
     # -- committing -----------------------------------------------------------------------
     def _on_commit(self, editor: QLineEdit, commit: Callable[[], None]) -> None:
@@ -488,37 +440,6 @@ class Inspector(DeviceFields, ThreadFields, QWidget):
         if value is not None and not self._over("flops", value):
             self._set("flops", {"flops": float(value)})
 
-    def _commit_stream_name(self) -> None:
-        stream = self.current_stream()
-        new = self.stream_name.text().strip()
-        if self._loading or stream is None or new == stream.name:
-            return
-        if self._push(self.stream_fields["name"], RenameStream(stream.name, new)):
-            self.controller.set_selected_stream(new)
-
-    def _commit_stream_kind(self) -> None:
-        stream = self.current_stream()
-        kind = self.stream_kind.currentData()
-        if self._loading or stream is None or kind == stream.kind:
-            return
-        self._push(self.stream_fields["kind"], SetStreamFields(stream.name, kind=kind))
-
-    def _commit_priority(self) -> None:
-        stream = self.current_stream()
-        if self._loading or stream is None:
-            return
-        fld = self.stream_fields["priority"]
-        try:
-            value = parse_number(self.priority.text(), integer=True, minimum=None)
-        except FieldError as err:
-            fld.show_error(str(err))
-            return
-        if not MIN_PRIORITY <= value <= MAX_PRIORITY:
-            fld.show_error(f"must be from {MIN_PRIORITY} to {MAX_PRIORITY} (a C int)")
-            return
-        if value != stream.priority:
-            self._push(fld, SetStreamFields(stream.name, priority=int(value)))
-
 
 def _timing_mode(op: Op) -> str:
     if op.block_us is not None:
@@ -530,13 +451,3 @@ def _timing_mode(op: Op) -> str:
     ):
         return "roofline"
     return "duration_us"
-
-
-def _stream_call(stream: Stream) -> str:
-    """How the stream is made in CUDA."""
-    if stream.kind == "legacy_default":
-        return "The legacy default stream (0): always there, synchronises with blocking streams."
-    if stream.kind == "per_thread_default":
-        return "cudaStreamPerThread (--default-stream per-thread)"
-    flags = "cudaStreamNonBlocking" if stream.kind == "non_blocking" else "cudaStreamDefault"
-    return f"cudaStreamCreateWithPriority(&{stream.name}, {flags}, {stream.priority})"
