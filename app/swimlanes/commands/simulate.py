@@ -4,10 +4,11 @@ the simulated timeline as a table (``--band``: and its prediction band)."""
 from __future__ import annotations
 
 import argparse
+import sys
 import textwrap
 from typing import TYPE_CHECKING, Any
 
-from swimlanes.services.json_text import json_text
+from swimlanes.services.json_text import json_chunks
 from swimlanes.services.simulation import format_table, simulate_file, simulation_json
 from swimlanes.timeline.metrics import compute_metrics
 
@@ -49,7 +50,11 @@ def run(args: argparse.Namespace) -> int:
             _add_band_json(out, timeline, band)
         if insights is not None:
             out["insights"] = [ins.to_json() for ins in insights]
-        print(json_text(out))
+        # print(json_text(out)), without joining the text into one string first
+        write = sys.stdout.write
+        for chunk in json_chunks(out):
+            write(chunk)
+        write("\n")
     else:
         print(format_table(pipeline, timeline, m))
         if band is not None:

@@ -19,6 +19,7 @@ from swimlanes.model.atomic_write import dump_json_atomic as dump_json_atomic
 from swimlanes.model.atomic_write import write_text_atomic as write_text_atomic
 from swimlanes.model.document import MAX_JSON_DEPTH, MAX_JSON_INT, MIN_JSON_INT, Pipeline
 from swimlanes.model.validate import HugeInt, PipelineError, Problem, pipeline_from_dict
+from swimlanes.model.validate_checks import gc_paused
 
 orjson: Any
 try:  # optional: only faster (see _fast_parse)
@@ -205,9 +206,10 @@ def load_pipeline(path: str | os.PathLike[str]) -> Pipeline:
         reason = err.strerror if isinstance(err, OSError) and err.strerror else err
         raise PipelineError([Problem("", f"cannot read {p}: {reason}")]) from None
     # A document orjson reads is UTF-8 text (and no magic number starts JSON): not binary.
-    data = _fast_parse(raw)
-    if data is not _SLOW:
-        return pipeline_from_dict(data)
+    with gc_paused():  # (see gc_paused: parsing makes as many dicts as the program has ops)
+        data = _fast_parse(raw)
+        if data is not _SLOW:
+            return pipeline_from_dict(data)
     what = binary_kind(raw)
     if what is not None:
         if what.startswith("gzip"):  # what Swimlanes gzips is traces

@@ -36,6 +36,7 @@ from swimlanes.model.validate_checks import (
     HugeInt,
     PipelineError,
     Problem,
+    gc_paused,
     got,
     is_int,
     short,
@@ -228,7 +229,8 @@ def pipeline_from_dict(data: Any, *, match_collectives: bool = True) -> Pipeline
     scope.communicators = {comm.name: comm.devices for comm in communicators}
     parse_host_threads(c, data, scope)
     streams = _parse_streams(c, raw_streams, scope)
-    program = parse_ops(c, raw_program, scope)
+    with gc_paused():
+        program = parse_ops(c, raw_program, scope)
     extra = {k: v for k, v in data.items() if k not in _KNOWN}
     unknown = {k: v for k, v in extra.items() if k not in _TEXT_KEYS}
     if unknown:
