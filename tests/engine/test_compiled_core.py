@@ -189,17 +189,23 @@ def test_times_past_the_clock_are_refused_alike(monkeypatch: pytest.MonkeyPatch)
 
 
 # -- choosing the loop ----------------------------------------------------------------------------
-def test_auto_runs_small_pipelines_in_python_and_large_ones_compiled(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_auto_picks_the_loop_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``auto``: compiled from AUTO_MIN_OPS ops on before the compiled loop has run in this
+    process, from AUTO_MIN_OPS_WARM once it has; SWIMLANES_ENGINE=python always Python."""
     monkeypatch.setattr(compiled_core, "AUTO_MIN_OPS", 500)
-    small, large = make_random_pipeline(100, seed=5), make_random_pipeline(600, seed=5)
-    run_with("auto", lambda: simulate(small, "h200"))
+    monkeypatch.setattr(compiled_core, "AUTO_MIN_OPS_WARM", 150)
+    small, middle, large = (make_random_pipeline(n, seed=5) for n in (100, 200, 600))
+    monkeypatch.setitem(compiled_core._counts, "compiled", 0)  # cold
+    run_with("auto", lambda: simulate(middle, "h200"))
+    assert compiled_core.compiled_runs() == 0
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(compiled_core.ENGINE_VARIABLE, "auto")
-        before = compiled_core.compiled_runs()
         simulate(large, "h200")
-        assert compiled_core.compiled_runs() == before + 1
+        assert compiled_core.compiled_runs() == 1
+        simulate(middle, "h200")  # warm now
+        assert compiled_core.compiled_runs() == 2
+        simulate(small, "h200")
+        assert compiled_core.compiled_runs() == 2
     run_with("python", lambda: simulate(large, "h200"))
 
 

@@ -8,7 +8,7 @@ into the run, where build_timeline reads them as it reads the Python loop's. It 
 the Python loop runs) when numba is missing or fails, when a time would reach the clock's
 range (2**62 ns: the Python loop then answers or raises SimulationRangeError), or when the
 environment says so: ``SWIMLANES_ENGINE=python|compiled|auto`` (default ``auto``: compiled from
-:data:`AUTO_MIN_OPS` ops on).
+:data:`AUTO_MIN_OPS` ops on, or :data:`AUTO_MIN_OPS_WARM` once the compiled loop has run).
 """
 
 from __future__ import annotations
@@ -25,17 +25,32 @@ from swimlanes.engine.errors import SimulationCancelled
 if TYPE_CHECKING:
     from swimlanes.engine.state import RunState
 
-__all__ = ["AUTO_MIN_OPS", "ENGINE_VARIABLE", "compiled_runs", "run_compiled", "wants_compiled"]
+__all__ = [
+    "AUTO_MIN_OPS",
+    "AUTO_MIN_OPS_WARM",
+    "ENGINE_VARIABLE",
+    "compiled_runs",
+    "run_compiled",
+    "wants_compiled",
+]
 
 log = logging.getLogger(__name__)
 
 #: The environment variable that picks the event loop.
 ENGINE_VARIABLE = "SWIMLANES_ENGINE"
-#: ``auto`` runs pipelines of at least this many ops compiled. Measured on the 2-core
-#: development machine (Python 3.11, numba 0.68, random mix, h200): importing numba and loading
-#: the cached core costs about 0.5 s once per process (see benchmarks/results/engine-2-core.md),
-#: while the Python loop runs about 100,000 ops/s and the compiled one over 20 times faster.
-AUTO_MIN_OPS = 20_000
+#: ``auto`` runs a pipeline compiled from this many ops on while the compiled loop has not run in
+#: this process yet, and from AUTO_MIN_OPS_WARM ops on once it has. Measured on the 2-core
+#: development machine (Python 3.11, numba 0.68, the benchmark's random mix on h200, CPU time
+#: of simulate() in a fresh process; benchmarks/results/engine-2-core.md): importing numba and
+#: loading the cached core costs about 0.43 s once, after which simulate() takes 3.9 us per op
+#: compiled against 9.2 us in Python (planning, 2.5 us, included). Fresh process, compiled /
+#: Python: 0.53 / 0.48 s at 50,000 ops, 0.66-0.75 / 0.77-0.83 s at 80,000, 0.87-0.92 /
+#: 1.12-1.17 s at 120,000: the cross-over lies near 60,000 ops.
+AUTO_MIN_OPS = 60_000
+#: Once loaded, the compiled loop is faster from a few hundred ops on (CPU per simulate(),
+#: median of 7, Python / compiled: 1.85 / 1.72 ms at 100 ops, 4.4 / 2.1 ms at 300, 9.2 / 4.5 ms
+#: at 1,000, 84 / 36 ms at 10,000).
+AUTO_MIN_OPS_WARM = 300
 #: Steps of the compiled loop between polls of cancel and progress.
 STEPS_PER_CALL = 1 << 16
 
@@ -61,7 +76,7 @@ def wants_compiled(n_ops: int) -> bool:
         return True
     if choice != "auto":
         _warn_once(f"{ENGINE_VARIABLE}={choice!r} is not python, compiled or auto: using auto")
-    return n_ops >= AUTO_MIN_OPS
+    return n_ops >= (AUTO_MIN_OPS_WARM if _counts["compiled"] else AUTO_MIN_OPS)
 
 
 def _warn_once(message: str) -> None:

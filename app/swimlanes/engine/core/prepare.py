@@ -8,6 +8,7 @@ Plain Python and numpy: nothing here is compiled.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from operator import itemgetter
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -117,12 +118,12 @@ def _kernel_rows(run: RunState, OP: np.ndarray, OI: np.ndarray, F: np.ndarray) -
     rows = np.flatnonzero(OI[L.RUN, : run.n] == RUN_KERNEL)
     if not len(rows):
         return
-    kernel = plan.kernel
-    blocks, cost, max_res, block_ns = zip(*[kernel[i] for i in rows.tolist()], strict=True)
-    OP[L.W_REM, rows] = np.asarray(blocks, np.int64)
-    OI[L.W_COST, rows] = np.asarray(cost, np.int64)
-    OP[L.W_MAXRES, rows] = np.asarray(max_res, np.int64)
-    F[L.W_BLOCK_NS, rows] = np.asarray(block_ns, np.float64)
+    shapes = list(map(plan.kernel.__getitem__, rows.tolist()))
+    m = len(rows)
+    OP[L.W_REM, rows] = np.fromiter(map(itemgetter(0), shapes), np.int64, m)
+    OI[L.W_COST, rows] = np.fromiter(map(itemgetter(1), shapes), np.int64, m)
+    OP[L.W_MAXRES, rows] = np.fromiter(map(itemgetter(2), shapes), np.int64, m)
+    F[L.W_BLOCK_NS, rows] = np.fromiter(map(itemgetter(3), shapes), np.float64, m)
     if F[L.W_BLOCK_NS, rows].max() >= L.INPUT_LIMIT:
         raise OutOfReach
 
