@@ -1,6 +1,8 @@
 """The prediction band in the window: computed in a worker after each simulation is shown,
 drawn on the simulated chart (a translucent region over the makespan's band and a whisker per
-op end), summarised in a line under the summary strip, with the measurement's verdict.
+op end), summarised beside the summary strip, with the measurement's verdict: in full where
+there is room, else in a shorter form (band_forms), never clipped; the full sentence is always
+in the line's tooltip.
 
 Never stale: an edit, another device, another document or a failed simulation removes the band
 at once; the next simulation starts a new one (engine.bands, seeded, so the same document and
@@ -15,10 +17,11 @@ import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QObject, QPointF, QRectF, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import QLabel, QSizePolicy
+from PySide6.QtWidgets import QSizePolicy
 
 from swimlanes.model.document import Pipeline
 from swimlanes.timeline.timeline import NO_TIME, Timeline
+from swimlanes.ui.fitted_label import FittedLabel
 from swimlanes.ui.gantt.rows import format_duration
 from swimlanes.ui.workers import TaskRunner
 
@@ -39,6 +42,31 @@ def band_text(band: Any, makespan_ns: int, measured: Timeline | None = None) -> 
         verdict = "inside" if inside else "outside"
         text += f"\nmeasured {format_duration(measured.makespan_ns)}: {verdict} the band"
     return text
+
+
+def _span(lo_ns: int, hi_ns: int) -> str:
+    """ "42.5–55.3 ms", or "950 us–1.05 ms" when the two ends need different units."""
+    lo, hi = format_duration(lo_ns), format_duration(hi_ns)
+    lo_value, _, lo_unit = lo.partition(" ")
+    return f"{lo_value}–{hi}" if hi.endswith(f" {lo_unit}") else f"{lo}–{hi}"
+
+
+def band_forms(band: Any, makespan_ns: int, measured: Timeline | None = None) -> list[str]:
+    """The band's line from the fullest form to the most compact, for a FittedLabel:
+    :func:`band_text`; "Makespan 7.40 ms (80% of runs 7.10–7.90 ms)" and "measured 7.60 ms:
+    inside"; "7.40 ms (80%: 7.10–7.90 ms)" and "measured inside"."""
+    span, what = (
+        _span(band.makespan_low, band.makespan_high),
+        ("likely" if band.model_error else "of runs"),
+    )
+    makespan = format_duration(makespan_ns)
+    compact = f"Makespan {makespan} ({band.level_pct}% {what} {span})"
+    tiny = f"{makespan} ({band.level_pct}%: {span})"
+    if measured is not None:
+        verdict = "inside" if band.contains(measured.makespan_ns) else "outside"
+        compact += f"\nmeasured {format_duration(measured.makespan_ns)}: {verdict}"
+        tiny += f"\nmeasured {verdict}"
+    return [band_text(band, makespan_ns, measured), compact, tiny]
 
 
 class BandItem(pg.GraphicsObject):
@@ -105,10 +133,9 @@ class PredictionBand(QObject):
         super().__init__(parent)
         self.chart = chart
         self.band: Any = None
-        self.label = QLabel()
+        self.label = FittedLabel()
         self.label.setObjectName("prediction_band")
-        # Beside the summary strip: it wraps within the strip's height and never adds any.
-        self.label.setWordWrap(True)
+        # Beside the summary strip: it fits its text into the strip's height, never adds any.
         self.label.setMaximumWidth(480)
         self.label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
         self.label.hide()
@@ -144,7 +171,7 @@ class PredictionBand(QObject):
         self.band, self._timeline = None, None
         self.item.clear()
         self.label.hide()
-        self.label.setText("")
+        self.label.set_forms([])
         if was_shown:
             self.changed.emit()
 
@@ -176,15 +203,15 @@ class PredictionBand(QObject):
             self._on_done(self.band)
 
     def _on_failed(self, err: object) -> None:
-        self.label.setText(f"No prediction band: {err}")
-        self.label.setToolTip(f"No prediction band: {err}")  # the whole reason, if cut
+        # the whole reason where it fits, and always in the tooltip
+        self.label.set_forms([f"No prediction band: {err}", "No prediction band"], reflow_full=True)
         self.label.show()
 
     def _show_text(self) -> None:
         if self.band is None or self._timeline is None:
             return
-        self.label.setText(band_text(self.band, self._timeline.makespan_ns, self._measured))
-        self.label.setToolTip(
+        self.label.set_forms(
+            band_forms(self.band, self._timeline.makespan_ns, self._measured),
             f"{self.band.samples} simulations with the device preset's run-to-run spread "
             f"(seed {self.band.seed}); the band is their p10..p90"
             + (
@@ -192,7 +219,7 @@ class PredictionBand(QObject):
                 if self.band.model_error
                 else " (run-to-run spread only: no fitted model error)"
             )
-            + ". Whiskers on the chart: each op's end, same percentiles."
+            + ".\nWhiskers on the chart: each op's end, same percentiles.",
         )
         self.label.show()
 

@@ -152,10 +152,9 @@ class ResultViews:
         box.setSpacing(2)
         summary_row = QHBoxLayout()  # the band's line beside the strip: no extra height
         summary_row.addWidget(self.summary)
-        # The line takes the width the strip leaves (up to its maximum), so that it wraps to
-        # as few lines as it can, and never to more than the strip is high.
+        # The line takes the width the strip leaves (up to its maximum) and the strip's height,
+        # whatever rows the strip has now: it shows the fullest of its forms that fits there.
         summary_row.addWidget(self.band.label, 1)
-        self.band.label.setMaximumHeight(self.summary.sizeHint().height())
         box.addLayout(summary_row)
         box.addWidget(self.charts, 1)
         self.bottom_tabs = QTabWidget()
