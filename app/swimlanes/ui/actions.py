@@ -301,9 +301,10 @@ def build_menus(window: QMainWindow, a: Actions) -> Menus:
 #: What the Repeat box does: the executors (gpu/executor.py, gpu/multi_timeline.py) keep one
 #: real repetition, not per-op medians, which could mix repetitions into a schedule none ran.
 REPEAT_TIP = (
-    "Timed repetitions of a GPU run, after one untimed warm-up. The measured chart shows one "
-    "whole repetition, the one whose device span (first op start to last op end on the GPU) "
-    "is the median; for an even count, the shorter of the two middle ones"
+    "Timed repetitions of a GPU run, after one untimed warm-up.\n"
+    "The measured chart shows one whole repetition: the one whose device span\n"
+    "(first op start to last op end on the GPU) is the median;\n"
+    "for an even count, the shorter of the two middle ones."
 )
 
 
