@@ -137,6 +137,8 @@ class PredictionBand(QObject):
         self.label.setObjectName("prediction_band")
         # Beside the summary strip: it fits its text into the strip's height, never adds any.
         self.label.setMaximumWidth(480)
+        # apart from the strip's last column, which a narrow window cuts off mid-text
+        self.label.setContentsMargins(8, 0, 0, 0)
         self.label.setSizePolicy(QSizePolicy.Policy.Preferred, QSizePolicy.Policy.Ignored)
         self.label.hide()
         self.item = BandItem()
