@@ -55,7 +55,7 @@ AUTO_MIN_OPS_WARM = 300
 STEPS_PER_CALL = 1 << 16
 
 #: The modules numba compiles (their sources decide whether its cache is still valid).
-_COMPILED_MODULES = ("buffers", "engines", "host", "layout", "loop", "queues")
+_COMPILED_MODULES = ("borrow", "buffers", "engines", "host", "layout", "loop", "queues")
 
 _loaded: dict[str, Any] = {}
 _counts = {"compiled": 0}
@@ -188,7 +188,7 @@ def _run_chunks(
             if pct >= next_report:
                 progress(min(0.99, pct / 100.0))
                 next_report = pct + 1
-        status, *buffers = chunk(*state.tables, *state.buffers, *state.outputs, STEPS_PER_CALL)
-        state.buffers = buffers
+        tables, buffers, outputs = tuple(state.tables), tuple(state.buffers), tuple(state.outputs)
+        status, *state.buffers = chunk(tables, buffers, outputs, STEPS_PER_CALL)
         if status != layout.MORE:
             return int(status)

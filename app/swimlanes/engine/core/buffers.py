@@ -127,18 +127,18 @@ def add_waiter(OP, G, S, op, q):  # type: ignore[no-untyped-def]
     wn[2 * k] = q
     wn[2 * k + 1] = -1
     S[WN_N] = k + 1
-    if OP[WHEAD, op] < 0:
-        OP[WHEAD, op] = k
+    if OP[op, WHEAD] < 0:
+        OP[op, WHEAD] = k
     else:
-        wn[2 * OP[WTAIL, op] + 1] = k
-    OP[WTAIL, op] = k
+        wn[2 * OP[op, WTAIL] + 1] = k
+    OP[op, WTAIL] = k
 
 
 @njit(cache=True)
 def waiters_to_todo(OP, G, S, op):  # type: ignore[no-untyped-def]
     """todo.extend(waiters[op]); waiters[op] = None."""
-    k = OP[WHEAD, op]
-    OP[WHEAD, op] = -1
+    k = OP[op, WHEAD]
+    OP[op, WHEAD] = -1
     if k < 0:
         return
     wn = G[WNODES]

@@ -84,7 +84,7 @@ _FLOAT_LIMIT = float(INF)  # a float time at or past this is out of range (see p
 @njit(cache=True)
 def to_copy_engine(OI, C, S, PT, PO, i, t):  # type: ignore[no-untyped-def]
     """A copy left its queue at t: into its direction's ready pool."""
-    pool = C[POOL_OF_H2D + (0 if OI[KIND, i] == C[H2D_KIND] else 1)]
+    pool = C[POOL_OF_H2D + (0 if OI[i, KIND] == C[H2D_KIND] else 1)]
     k = S[POOL_N + pool]
     PT[pool, k] = t
     PO[pool, k] = i
@@ -101,7 +101,7 @@ def choose_copy(OI, C, S, PT, PO, pool, last_stream):  # type: ignore[no-untyped
     b0 = b1 = b2 = 0
     for pos in range(S[POOL_N + pool]):
         op = PO[pool, pos]
-        same = 0 if not sticky or OI[STREAM, op] == last_stream else 1
+        same = 0 if not sticky or OI[op, STREAM] == last_stream else 1
         k1 = PT[pool, pos] if oldest else -PT[pool, pos]
         if best < 0 or same < b0 or (same == b0 and (k1 < b1 or (k1 == b1 and op < b2))):
             best, b0, b1, b2 = pos, same, k1, op
@@ -127,10 +127,10 @@ def copies_dispatch(OP, OI, C, CF, S, E, EF, PT, PO, G, start, t):  # type: igno
         PT[pool, pos] = PT[pool, count - 1]
         PO[pool, pos] = PO[pool, count - 1]
         S[POOL_N + pool] = count - 1
-        direction = H2D if OI[KIND, op] == C[H2D_KIND] else D2H
-        work = OP[SOLO, op]
+        direction = H2D if OI[op, KIND] == C[H2D_KIND] else D2H
+        work = OP[op, SOLO]
         E[E_OP, e] = op
-        E[E_LAST_STREAM, e] = OI[STREAM, op]
+        E[E_LAST_STREAM, e] = OI[op, STREAM]
         E[E_SINCE, e] = t
         EF[E_REMAINING, e] = float(work)
         E[E_CONTENDED, e] = 0
@@ -259,23 +259,23 @@ def reschedule(C, CF, S, E, EF, G, t):  # type: ignore[no-untyped-def]
 def new_work(OP, OI, F, S, op, prio):  # type: ignore[no-untyped-def]
     """SmWork(op, prio, next_seq(), ...) in op's W_* rows (its shape, blocks to go, slots
     per block, resident limit and ns per block, is there already)."""
-    OI[W_PRIO, op] = prio
-    OP[W_SEQ, op] = next_seq(S)
-    OP[W_RES, op] = 0
-    OI[W_STARTED, op] = 0
-    F[W_CARRY, op] = 0.0
+    OI[op, W_PRIO] = prio
+    OP[op, W_SEQ] = next_seq(S)
+    OP[op, W_RES] = 0
+    OI[op, W_STARTED] = 0
+    F[op, W_CARRY] = 0.0
 
 
 @njit(cache=True)
 def blocks_add(OP, OI, S, PEND, w):  # type: ignore[no-untyped-def]
     """BlockScheduler.add: keep PEND in (priority, seq) order (most work arrives last)."""
     n = S[PEND_N]
-    p, sq = OI[W_PRIO, w], OP[W_SEQ, w]
+    p, sq = OI[w, W_PRIO], OP[w, W_SEQ]
     k = n
     while k > 0:
         last = PEND[k - 1]
-        lp = OI[W_PRIO, last]
-        if p < lp or (p == lp and sq < OP[W_SEQ, last]):
+        lp = OI[last, W_PRIO]
+        if p < lp or (p == lp and sq < OP[last, W_SEQ]):
             PEND[k] = last
             k -= 1
         else:
@@ -287,14 +287,14 @@ def blocks_add(OP, OI, S, PEND, w):  # type: ignore[no-untyped-def]
 @njit(cache=True)
 def _round_batch(F, S, w):  # type: ignore[no-untyped-def]
     """The next batch's duration, carrying the rounding from batch to batch."""
-    d = F[W_BLOCK_NS, w] + F[W_CARRY, w]
+    d = F[w, W_BLOCK_NS] + F[w, W_CARRY]
     if d >= _FLOAT_LIMIT:
         S[BAIL] = 1
         return 1
     di = round(d)
     if di < 1:
         di = 1
-    F[W_CARRY, w] = d - di
+    F[w, W_CARRY] = d - di
     return di
 
 
@@ -315,27 +315,27 @@ def blocks_dispatch(OP, OI, F, C, S, PEND, G, start, t):  # type: ignore[no-unty
     sm_count, free, busy = C[SM_COUNT], S[FREE], 0
     for k in range(n):
         w = PEND[k]
-        remaining, cost, resident = OP[W_REM, w], OI[W_COST, w], OP[W_RES, w]
+        remaining, cost, resident = OP[w, W_REM], OI[w, W_COST], OP[w, W_RES]
         if remaining and free >= cost:
-            if not OI[W_STARTED, w] and S[RES_KERNELS] >= C[MAX_RES_K]:
+            if not OI[w, W_STARTED] and S[RES_KERNELS] >= C[MAX_RES_K]:
                 continue
             fit = free // cost
             if remaining < fit:
                 fit = remaining
-            if OP[W_MAXRES, w] - resident < fit:
-                fit = OP[W_MAXRES, w] - resident
+            if OP[w, W_MAXRES] - resident < fit:
+                fit = OP[w, W_MAXRES] - resident
             if fit > 0:
-                if not OI[W_STARTED, w]:
-                    OI[W_STARTED, w] = 1
+                if not OI[w, W_STARTED]:
+                    OI[w, W_STARTED] = 1
                     S[RES_KERNELS] += 1
                     start[w] = t
                 free -= fit * cost
                 resident += fit
-                OP[W_RES, w] = resident
-                OP[W_REM, w] = remaining - fit
+                OP[w, W_RES] = resident
+                OP[w, W_REM] = remaining - fit
                 di = _round_batch(F, S, w)
                 if remaining - fit == 0:
-                    di += C[KTAIL] if OI[RUN, w] == RUN_KERNEL else 0  # SM copies: none
+                    di += C[KTAIL] if OI[w, RUN] == RUN_KERNEL else 0  # SM copies: none
                 push(G, S, t + di, EV_BATCH, w, fit)
         busy += resident if resident < sm_count else sm_count
     S[FREE] = free
@@ -350,20 +350,20 @@ def blocks_dispatch(OP, OI, F, C, S, PEND, G, start, t):  # type: ignore[no-unty
 @njit(cache=True)
 def start_alone(OP, OI, F, C, S, G, start, w, t, last_sms):  # type: ignore[no-untyped-def]
     """BlockScheduler._start_alone (with _batch_alone): w alone on idle SMs."""
-    remaining, cost = OP[W_REM, w], OI[W_COST, w]
-    fit = min(C[SLOTS] // cost, remaining, OP[W_MAXRES, w])
+    remaining, cost = OP[w, W_REM], OI[w, W_COST]
+    fit = min(C[SLOTS] // cost, remaining, OP[w, W_MAXRES])
     di = _round_batch(F, S, w)
     if remaining == fit:
-        di += C[KTAIL] if OI[RUN, w] == RUN_KERNEL else 0  # SM copies: none
+        di += C[KTAIL] if OI[w, RUN] == RUN_KERNEL else 0  # SM copies: none
     by_slots = -(-(fit * cost) // C[SLOTS_PER_SM])
     sms = min(max(min(fit, C[SM_COUNT]), by_slots), C[SM_COUNT])
-    if not OI[W_STARTED, w]:
-        OI[W_STARTED, w] = 1
+    if not OI[w, W_STARTED]:
+        OI[w, W_STARTED] = 1
         S[RES_KERNELS] += 1
         start[w] = t
     S[FREE] -= fit * cost
-    OP[W_RES, w] = fit
-    OP[W_REM, w] = remaining - fit
+    OP[w, W_RES] = fit
+    OP[w, W_REM] = remaining - fit
     push(G, S, t + di, EV_BATCH, w, fit)
     if sms != last_sms:
         record_occupancy(G, S, t, sms)
@@ -372,9 +372,9 @@ def start_alone(OP, OI, F, C, S, G, start, w, t, last_sms):  # type: ignore[no-u
 @njit(cache=True)
 def batch_end(OP, OI, S, PEND, G, w, fit, t):  # type: ignore[no-untyped-def]
     """BlockScheduler.batch_end: BATCH_DONE, KERNEL_DONE or SMS_IDLE."""
-    S[FREE] += fit * OI[W_COST, w]
-    OP[W_RES, w] -= fit
-    if OP[W_REM, w] or OP[W_RES, w]:
+    S[FREE] += fit * OI[w, W_COST]
+    OP[w, W_RES] -= fit
+    if OP[w, W_REM] or OP[w, W_RES]:
         return BATCH_DONE
     n = S[PEND_N]
     k = 0

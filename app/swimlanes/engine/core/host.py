@@ -109,7 +109,7 @@ def finish(st, i, t):  # type: ignore[no-untyped-def]
     if C[SIGNAL]:
         finish_grouped(st, i, t)
         return
-    OP[DONE, i] = t
+    OP[i, DONE] = t
     waiters_to_todo(OP, G, S, i)
 
 
@@ -118,26 +118,26 @@ def finish_grouped(st, i, t):  # type: ignore[no-untyped-def]
     """_Run.finish_grouped: Fermi signals a kernel's group only when its last member ends."""
     OP, S, GR, G = st[0], st[4], st[14], st[15]
     OI = st[20]
-    g = OI[GROUP, i]
+    g = OI[i, GROUP]
     if g >= 0:
-        OI[GROUP, i] = -1  # groups.pop(i)
+        OI[i, GROUP] = -1  # groups.pop(i)
         GR[G_COUNT, g] -= 1
-        OI[NEXTDEF, i] = -1  # group[1].append(i)
+        OI[i, NEXTDEF] = -1  # group[1].append(i)
         if GR[G_HEAD, g] < 0:
             GR[G_HEAD, g] = i
         else:
-            OI[NEXTDEF, GR[G_TAIL, g]] = i
+            OI[GR[G_TAIL, g], NEXTDEF] = i
         GR[G_TAIL, g] = i
         if GR[G_COUNT, g] > 0:
             return
         x = GR[G_HEAD, g]
         GR[G_HEAD, g] = -1
         while x >= 0:
-            OP[DONE, x] = t
+            OP[x, DONE] = t
             waiters_to_todo(OP, G, S, x)
-            x = OI[NEXTDEF, x]
+            x = OI[x, NEXTDEF]
         return
-    OP[DONE, i] = t
+    OP[i, DONE] = t
     waiters_to_todo(OP, G, S, i)
 
 
@@ -152,7 +152,7 @@ def group_kernel(st, i, s):  # type: ignore[no-untyped-def]
         GR[G_COUNT, g] = 0
         GR[G_HEAD, g] = -1
     GR[G_COUNT, g] += 1
-    OI[GROUP, i] = g
+    OI[i, GROUP] = g
     S[LK_OP], S[LK_STREAM], S[LK_GROUP] = i, s, g
 
 
@@ -165,7 +165,7 @@ def to_engine(st, r, i, t):  # type: ignore[no-untyped-def]
     if r == RUN_COPY:
         to_copy_engine(OI, C, S, st[9], st[10], i, t)
     elif r == RUN_KERNEL:
-        s = OI[STREAM, i]
+        s = OI[i, STREAM]
         if C[SIGNAL]:
             group_kernel(st, i, s)
         new_work(OP, OI, F, S, i, ST[S_PRIO, s])
@@ -173,11 +173,11 @@ def to_engine(st, r, i, t):  # type: ignore[no-untyped-def]
         st[19][i] = C[COMPUTE]
         S[DIRTY] |= BLOCKS
     elif r == RUN_SM:  # d2d copies and memsets: one wave over every SM at memory bandwidth
-        solo = OP[SOLO, i]
+        solo = OP[i, SOLO]
         block_ns = float(solo if solo > 1 else 1)
-        OP[W_REM, i], OI[W_COST, i], OP[W_MAXRES, i] = C[SM_COUNT], C[SMC_COST], C[SMC_MAXRES]
-        F[W_BLOCK_NS, i] = block_ns
-        new_work(OP, OI, F, S, i, ST[S_PRIO, OI[STREAM, i]])
+        OP[i, W_REM], OI[i, W_COST], OP[i, W_MAXRES] = C[SM_COUNT], C[SMC_COST], C[SMC_MAXRES]
+        F[i, W_BLOCK_NS] = block_ns
+        new_work(OP, OI, F, S, i, ST[S_PRIO, OI[i, STREAM]])
         blocks_add(OP, OI, S, st[11], i)
         st[19][i] = C[COMPUTE]
         S[DIRTY] |= BLOCKS
@@ -186,7 +186,7 @@ def to_engine(st, r, i, t):  # type: ignore[no-untyped-def]
         finish(st, i, t)
     else:  # a host function
         st[17][i] = t
-        solo = OP[SOLO, i]
+        solo = OP[i, SOLO]
         if solo > 0:
             push(st[15], S, t + solo, EV_CALLBACK, i, 0)
         else:
@@ -203,7 +203,7 @@ def stream_deps(st, i, s, kind, p):  # type: ignore[no-untyped-def]
     if p >= 0:
         dep_push(G, S, p)
     if kind == C[EVENT_WAIT_KIND]:
-        r = OI[RECORD, i]
+        r = OI[i, RECORD]
         if r >= 0:
             dep_push(G, S, r)
     klass = ST[S_CLASS, s]
@@ -233,8 +233,8 @@ def stream_deps(st, i, s, kind, p):  # type: ignore[no-untyped-def]
                 dep_push(G, S, b)
                 edge(G, S, b, i, DEP_DEFAULT_STREAM)
     ST[S_QUIET, s] = 1 if klass != STREAM_LEGACY else 0
-    OP[DSTART, i] = first
-    OI[DLEN, i] = S[DP_N] - first
+    OP[i, DSTART] = first
+    OI[i, DLEN] = S[DP_N] - first
 
 
 @njit(cache=True)
@@ -242,13 +242,13 @@ def enqueue(st, i, t):  # type: ignore[no-untyped-def]
     """RunState.enqueue."""
     OP, C, S, ST, Q, G = st[0], st[2], st[4], st[5], st[6], st[15]
     OI = st[20]
-    s, kind = OI[STREAM, i], OI[KIND, i]
+    s, kind = OI[i, STREAM], OI[i, KIND]
     p = ST[S_TAIL, s]
     if not ST[S_QUIET, s]:
         stream_deps(st, i, s, kind, p)
     ST[S_TAIL, s] = i
-    q = OI[QUEUE, i]
-    OP[READY, i] = t + C[LAUNCH0 + kind]
+    q = OI[i, QUEUE]
+    OP[i, READY] = t + C[LAUNCH0 + kind]
     queued = Q[Q_LEN, q]
     Q[Q_LEN, q] = queued + 1
     if not queued:
@@ -263,7 +263,7 @@ def set_barrier(st):  # type: ignore[no-untyped-def]
     k = 0
     for b in range(C[N_STREAMS]):
         x = ST[S_TAIL, b]
-        if x >= 0 and OP[DONE, x] < 0:
+        if x >= 0 and OP[x, DONE] < 0:
             BAR[k] = x
             k += 1
     S[BAR_N] = k
@@ -282,7 +282,7 @@ def host_return(st, t, released_by):  # type: ignore[no-untyped-def]
     i += 1
     S[HOST_I] = i
     if i < C[N_OPS]:
-        S[HOST_T] = t + OP[COST, i]
+        S[HOST_T] = t + OP[i, COST]
         if S[HOST_T] >= INF:
             S[BAIL] = 1
     else:
@@ -297,16 +297,16 @@ def check_host(st, t):  # type: ignore[no-untyped-def]
     last = -1
     for k in range(S[HW_N]):
         x = HWAIT[k]
-        if OP[DONE, x] < 0:
+        if OP[x, DONE] < 0:
             add_waiter(OP, G, S, x, HOST)
             return
-        if last < 0 or OP[DONE, x] > OP[DONE, last]:  # max(): the first of the latest
+        if last < 0 or OP[x, DONE] > OP[last, DONE]:  # max(): the first of the latest
             last = x
     S[HOST_WAITING] = 0
     i = S[HOST_I]
-    lag = C[SYNC0 + OI[HOSTC, i]] + OP[STAGE, i]  # (+ a pageable D2H's last copy-out)
+    lag = C[SYNC0 + OI[i, HOSTC]] + OP[i, STAGE]  # (+ a pageable D2H's last copy-out)
     if lag:
-        u = OP[DONE, last] + lag
+        u = OP[last, DONE] + lag
         host_return(st, u if u > t else t, last)
     else:
         host_return(st, t, last)
@@ -318,14 +318,14 @@ def host_step(st, t):  # type: ignore[no-untyped-def]
     OP, C, S, ST, BAR, HWAIT = st[0], st[2], st[4], st[5], st[12], st[13]
     OI = st[20]
     i = S[HOST_I]
-    h = OI[HOSTC, i]
+    h = OI[i, HOSTC]
     if h == ENQ:
         enqueue(st, i, t)
         st[16][i] = t
         i += 1
         S[HOST_I] = i
         if i < C[N_OPS]:
-            S[HOST_T] = t + OP[COST, i]
+            S[HOST_T] = t + OP[i, COST]
             if S[HOST_T] >= INF:
                 S[BAIL] = 1
         else:
@@ -333,7 +333,7 @@ def host_step(st, t):  # type: ignore[no-untyped-def]
         return
     n_wait = 0
     busy = 0
-    if OI[RUN, i] >= 0:
+    if OI[i, RUN] >= 0:
         if h == ENQ_BARRIER:
             set_barrier(st)
         enqueue(st, i, t)
@@ -341,20 +341,20 @@ def host_step(st, t):  # type: ignore[no-untyped-def]
             HWAIT[0] = i
             n_wait = 1
         elif h == ENQ_STAGE:
-            busy = OP[STAGE, i]
-            OP[READY, i] += OP[STAGE_OFF, i]  # the DMA waits for the first chunk (prepare)
+            busy = OP[i, STAGE]
+            OP[i, READY] += OP[i, STAGE_OFF]  # the DMA waits for the first chunk (prepare)
         elif h == ENQ_BARRIER:
             BAR[0] = i
             S[BAR_N] = 1
             S[BARRIER_ID] += 1
             ST[S_QUIET, :] = 0
     elif h == WAIT_STREAM:
-        s = OI[STREAM, i]
+        s = OI[i, STREAM]
         if s >= 0 and ST[S_TAIL, s] >= 0:
             HWAIT[0] = ST[S_TAIL, s]
             n_wait = 1
     elif h == WAIT_EVENT:
-        r = OI[RECORD, i]
+        r = OI[i, RECORD]
         if r >= 0:
             HWAIT[0] = r
             n_wait = 1
@@ -365,7 +365,7 @@ def host_step(st, t):  # type: ignore[no-untyped-def]
                 HWAIT[n_wait] = x
                 n_wait += 1
     elif h == BUSY:
-        busy = OP[SOLO, i]
+        busy = OP[i, SOLO]
     elif h == BARRIER:
         set_barrier(st)
     if n_wait:

@@ -1,10 +1,11 @@
-"""Where the compiled core keeps each piece of a simulation's state: row numbers of its
-struct-of-arrays tables, event tags and codes (the same values as the Python engine's), and
-the clock's bounds.
+"""Where the compiled core keeps each piece of a simulation's state: the field numbers of its
+tables, event tags and codes (the same values as the Python engine's), and the clock's bounds.
 
 Numba reads module-level ints as compile-time constants, so the compiled functions index their
-tables with these names at no cost. Each table is one 2-D array (a row per field, a column per
-op, stream, queue or copy engine) so that a function takes a handful of arrays, not dozens.
+tables with these names at no cost. Each table is one 2-D array, so that a function takes a
+handful of arrays, not dozens: the per-op tables (OP, OI, F) hold a row per op and a column per
+field (an op's fields share a cache line or two), the small ones (ST, Q, E, EF) a row per field
+and a column per stream, queue or copy engine.
 """
 
 from __future__ import annotations
@@ -37,19 +38,19 @@ H2D, D2H = 0, 1
 COPIES, BLOCKS = 1, 2  # dirty bits
 BATCH_DONE, KERNEL_DONE, SMS_IDLE = 0, 1, 2
 
-# -- per-op int64 table (OP) rows: times, costs and counts -------------------------------------
+# -- per-op int64 table (OP) columns: times, costs and counts -------------------------------------
 (
     COST, SOLO, STAGE, STAGE_OFF, READY, DONE, DSTART, WHEAD, WTAIL, W_SEQ, W_REM, W_RES,
     W_MAXRES,
 ) = range(13)  # fmt: skip
 N_OP_ROWS = 13
-# -- per-op int32 table (OI) rows: codes and op numbers (half the memory of int64 rows)
+# -- per-op int32 table (OI) columns: codes and op numbers (half the memory of int64 columns)
 (
     KIND, STREAM, QUEUE, RUN, HOSTC, NEXTQ, PREV, ORIGIN, RECORD, DLEN, GROUP, NEXTDEF,
     W_PRIO, W_COST, W_STARTED,
 ) = range(15)  # fmt: skip
 N_OI_ROWS = 15
-# -- per-op float64 table (F) rows: a kernel's (or SM copy's) ns per block and rounding carry
+# -- per-op float64 table (F) columns: a kernel's (or SM copy's) ns per block and rounding carry
 W_BLOCK_NS, W_CARRY = range(2)
 N_OP_FROWS = 2
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from numba import njit
 
+from swimlanes.engine.core.borrow import borrowed
 from swimlanes.engine.core.buffers import add_waiter, pop, todo_push
 from swimlanes.engine.core.engines import (
     batch_end,
@@ -76,7 +77,7 @@ def run_steps(st, budget):  # type: ignore[no-untyped-def]
         t = S[HOST_T]
         if t <= te:
             i = S[HOST_I]
-            if OI[HOSTC, i] != ENQ or not ST[S_QUIET, OI[STREAM, i]]:
+            if OI[i, HOSTC] != ENQ or not ST[S_QUIET, OI[i, STREAM]]:
                 if t >= INF:  # the host is done (or waits) and so is the device
                     return DONE_STATUS
                 host_step(st, t)
@@ -85,9 +86,9 @@ def run_steps(st, budget):  # type: ignore[no-untyped-def]
                 # call after call until the next device event or work for the engines.
                 stop = S[DIRTY] != 0
                 while True:
-                    ST[S_TAIL, OI[STREAM, i]] = i
-                    q = OI[QUEUE, i]
-                    OP[READY, i] = t + C[LAUNCH0 + OI[KIND, i]]
+                    ST[S_TAIL, OI[i, STREAM]] = i
+                    q = OI[i, QUEUE]
+                    OP[i, READY] = t + C[LAUNCH0 + OI[i, KIND]]
                     queued = Q[Q_LEN, q]
                     if queued:
                         Q[Q_LEN, q] = queued + 1
@@ -98,8 +99,8 @@ def run_steps(st, budget):  # type: ignore[no-untyped-def]
                         examine(st, q, t)
                     issue_end[i] = t
                     i += 1
-                    next_t = t + OP[COST, i]
-                    if stop or next_t > te or OI[HOSTC, i] != ENQ or not ST[S_QUIET, OI[STREAM, i]]:
+                    next_t = t + OP[i, COST]
+                    if stop or next_t > te or OI[i, HOSTC] != ENQ or not ST[S_QUIET, OI[i, STREAM]]:
                         break
                     t = next_t
                 S[HOST_I] = i
@@ -117,8 +118,8 @@ def run_steps(st, budget):  # type: ignore[no-untyped-def]
                     queued -= 1
                     Q[Q_LEN, a] = queued
                     if queued:
-                        Q[Q_HEAD, a] = OI[NEXTQ, b]
-                    to_engine(st, OI[RUN, b], b, t)
+                        Q[Q_HEAD, a] = OI[b, NEXTQ]
+                    to_engine(st, OI[b, RUN], b, t)
                     if queued:  # the next op waits for it: re-examine then
                         add_waiter(OP, G, S, b, a)
                 else:
@@ -133,7 +134,7 @@ def run_steps(st, budget):  # type: ignore[no-untyped-def]
                     op = copies_finish(C, st[3], S, E, st[8], G, a, t)
                     engine[op] = a
                     end[op] = t
-                    OP[DONE, op] = t
+                    OP[op, DONE] = t
                     release(st, op, t)
                     S[DIRTY] |= COPIES
             elif tag == EV_BATCH:
@@ -143,7 +144,7 @@ def run_steps(st, budget):  # type: ignore[no-untyped-def]
                 if ended:
                     if plain:
                         end[a] = t
-                        OP[DONE, a] = t
+                        OP[a, DONE] = t
                         release(st, a, t)
                     else:
                         finish(st, a, t)
@@ -163,12 +164,19 @@ def run_steps(st, budget):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def run_chunk(OP, OI, F, C, CF, S, ST, Q, E, EF, PT, PO, PEND, BAR, HWAIT, GR,  # type: ignore[no-untyped-def]
-              heap, wnodes, dpool, edges, occ, todo, issue_end, start, end, engine, budget):  # fmt: skip
-    """One bounded run of the loop; returns the status and the growable buffers (which it
-    may have replaced by bigger ones)."""
-    G = [heap, wnodes, dpool, edges, occ, todo]
-    st = (OP, F, C, CF, S, ST, Q, E, EF, PT, PO, PEND, BAR, HWAIT, GR, G, issue_end, start,
-          end, engine, OI)  # fmt: skip
+def run_chunk(tables, buffers, outputs, budget):  # type: ignore[no-untyped-def]
+    """One bounded run of the loop over ``tables`` (prepare.State's, in its order), the
+    growable ``buffers`` and the run's ``outputs`` columns; returns the status and the buffers
+    (which it may have replaced by bigger ones). The tables and columns are borrowed (see
+    borrow.py): the caller holds them."""
+    OP, OI, F, C, CF, S, ST, Q, E, EF, PT, PO, PEND, BAR, HWAIT, GR = tables
+    issue_end, start, end, engine = outputs
+    G = [buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5]]
+    st = (
+        borrowed(OP), borrowed(F), borrowed(C), borrowed(CF), borrowed(S), borrowed(ST),
+        borrowed(Q), borrowed(E), borrowed(EF), borrowed(PT), borrowed(PO), borrowed(PEND),
+        borrowed(BAR), borrowed(HWAIT), borrowed(GR), G, borrowed(issue_end), borrowed(start),
+        borrowed(end), borrowed(engine), borrowed(OI),
+    )  # fmt: skip
     status = run_steps(st, budget)
     return status, G[0], G[1], G[2], G[3], G[4], G[5]

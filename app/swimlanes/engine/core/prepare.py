@@ -58,33 +58,33 @@ def _op_tables(run: RunState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     column past the program (host code END, cost INF)."""
     plan, n = run.plan, run.n
     arrays = plan.arrays
-    OP = np.empty((L.N_OP_ROWS, n + 1), np.int64)
-    OI = np.empty((L.N_OI_ROWS, n + 1), np.int32)
-    F = np.zeros((L.N_OP_FROWS, n + 1), np.float64)
-    OI[:, n] = -1
+    OP = np.empty((n + 1, L.N_OP_ROWS), np.int64)
+    OI = np.empty((n + 1, L.N_OI_ROWS), np.int32)
+    F = np.zeros((n + 1, L.N_OP_FROWS), np.float64)
+    OI[n, :] = -1
     # kind, stream, run and queue: as RunState read them (the Timeline's arrays).
     for row, name in ((L.KIND, "kind"), (L.STREAM, "stream"), (L.RUN, "run"), (L.QUEUE, "queue")):
-        OI[row, :n] = arrays[name]
+        OI[:n, row] = arrays[name]
     # Host codes, costs and device times: the lists the loop reads (adjust_plan changes them).
-    OI[L.HOSTC, :n] = _column(plan.host, n)
-    OP[L.COST, :n] = _column(plan.cost, n)
-    OP[L.COST, n] = L.INF
-    OP[L.SOLO, :n] = _column(plan.solo, n)
-    OP[L.SOLO, n] = 0
-    if OP[L.COST, :n].max() >= L.INPUT_LIMIT or OP[L.SOLO, :n].max() >= L.INPUT_LIMIT:
+    OI[:n, L.HOSTC] = _column(plan.host, n)
+    OP[:n, L.COST] = _column(plan.cost, n)
+    OP[n, L.COST] = L.INF
+    OP[:n, L.SOLO] = _column(plan.solo, n)
+    OP[n, L.SOLO] = 0
+    if OP[:n, L.COST].max() >= L.INPUT_LIMIT or OP[:n, L.SOLO].max() >= L.INPUT_LIMIT:
         raise OutOfReach
     for row in (L.READY, L.W_SEQ, L.W_REM, L.W_RES, L.W_MAXRES):
-        OP[row] = 0
-    OP[L.DONE] = OP[L.DSTART] = OP[L.WHEAD] = OP[L.WTAIL] = -1
-    OI[L.NEXTQ, :n] = np.asarray(run.next_in_queue)
-    OI[L.PREV, :n] = run.prev_array
-    OI[L.ORIGIN, :n] = run.origin if run.origin else 0
-    OI[L.RECORD] = -1
+        OP[:, row] = 0
+    OP[:, L.DONE] = OP[:, L.DSTART] = OP[:, L.WHEAD] = OP[:, L.WTAIL] = -1
+    OI[:n, L.NEXTQ] = np.asarray(run.next_in_queue)
+    OI[:n, L.PREV] = run.prev_array
+    OI[:n, L.ORIGIN] = run.origin if run.origin else 0
+    OI[:, L.RECORD] = -1
     if run.record_of:
-        OI[L.RECORD, list(run.record_of)] = list(run.record_of.values())
-    OI[L.GROUP] = OI[L.NEXTDEF] = -1
+        OI[list(run.record_of), L.RECORD] = list(run.record_of.values())
+    OI[:, L.GROUP] = OI[:, L.NEXTDEF] = -1
     for row in (L.DLEN, L.W_PRIO, L.W_COST, L.W_STARTED):
-        OI[row] = 0
+        OI[:, row] = 0
     _stage_rows(run, OP, OI)
     _kernel_rows(run, OP, OI, F)
     return OP, OI, F
@@ -94,37 +94,37 @@ def _stage_rows(run: RunState, OP: np.ndarray, OI: np.ndarray) -> None:
     """Staging and copy-out times where the host reads them (pageable copies' calls), and the
     DMA's head start of a chunked pageable H2D (Python ints: exact whatever the product)."""
     plan, n = run.plan, run.n
-    OP[L.STAGE] = 0
-    OP[L.STAGE_OFF] = 0
+    OP[:, L.STAGE] = 0
+    OP[:, L.STAGE_OFF] = 0
     if not plan.stage:
         return
-    host = OI[L.HOSTC, :n]
+    host = OI[:n, L.HOSTC]
     rows = np.flatnonzero(np.isin(host, (ENQ_STAGE, *_WAITING))).tolist()
     chunk, nbytes = run.h2d_chunk, plan.arrays["nbytes"]
     for i in rows:
         busy = plan.stage[i] or 0
         if busy >= L.INPUT_LIMIT:
             raise OutOfReach
-        OP[L.STAGE, i] = busy
+        OP[i, L.STAGE] = busy
         if chunk and host[i] == ENQ_STAGE:
             size = int(nbytes[i])
-            OP[L.STAGE_OFF, i] = busy if size <= chunk else busy * chunk // size
+            OP[i, L.STAGE_OFF] = busy if size <= chunk else busy * chunk // size
 
 
 def _kernel_rows(run: RunState, OP: np.ndarray, OI: np.ndarray, F: np.ndarray) -> None:
     """The kernels' shapes (blocks, slots per block, resident limit, ns per block) where the
     block scheduler keeps them (W_REM, W_COST, W_MAXRES, W_BLOCK_NS)."""
     plan = run.plan
-    rows = np.flatnonzero(OI[L.RUN, : run.n] == RUN_KERNEL)
+    rows = np.flatnonzero(OI[: run.n, L.RUN] == RUN_KERNEL)
     if not len(rows):
         return
     shapes = list(map(plan.kernel.__getitem__, rows.tolist()))
     m = len(rows)
-    OP[L.W_REM, rows] = np.fromiter(map(itemgetter(0), shapes), np.int64, m)
-    OI[L.W_COST, rows] = np.fromiter(map(itemgetter(1), shapes), np.int64, m)
-    OP[L.W_MAXRES, rows] = np.fromiter(map(itemgetter(2), shapes), np.int64, m)
-    F[L.W_BLOCK_NS, rows] = np.fromiter(map(itemgetter(3), shapes), np.float64, m)
-    if F[L.W_BLOCK_NS, rows].max() >= L.INPUT_LIMIT:
+    OP[rows, L.W_REM] = np.fromiter(map(itemgetter(0), shapes), np.int64, m)
+    OI[rows, L.W_COST] = np.fromiter(map(itemgetter(1), shapes), np.int64, m)
+    OP[rows, L.W_MAXRES] = np.fromiter(map(itemgetter(2), shapes), np.int64, m)
+    F[rows, L.W_BLOCK_NS] = np.fromiter(map(itemgetter(3), shapes), np.float64, m)
+    if F[rows, L.W_BLOCK_NS].max() >= L.INPUT_LIMIT:
         raise OutOfReach
 
 
@@ -198,7 +198,7 @@ def build_state(run: RunState) -> State:
     Q = np.zeros((L.N_QUEUE_ROWS, n_queues), np.int64)
     Q[L.Q_HEAD] = Q[L.Q_LAST_STREAM] = Q[L.Q_PREV_POP] = Q[L.Q_PREV_POP_T] = -1
     E, EF = _engines(run)
-    copies = max(1, int(np.count_nonzero(OI[L.RUN, :n] == 0)))
+    copies = max(1, int(np.count_nonzero(OI[:n, L.RUN] == 0)))
     PT = np.zeros((2, copies), np.int64)
     PO = np.zeros((2, copies), np.int64)
     GR = np.zeros((3, n + 2 if run.signal_delay else 1), np.int64)
@@ -210,7 +210,7 @@ def build_state(run: RunState) -> State:
     for w in run.record_of:
         deps = run.deps_of[w]
         if deps is not None:
-            OP[L.DSTART, w], OI[L.DLEN, w] = len(pool), len(deps)
+            OP[w, L.DSTART], OI[w, L.DLEN] = len(pool), len(deps)
             pool.extend(deps)
     S[L.DP_N] = len(pool)
     dpool = np.zeros(max(64, 2 * len(pool) + n), np.int64)

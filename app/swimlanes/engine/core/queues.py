@@ -45,7 +45,7 @@ def _last_done(OP, pool, first, count):  # type: ignore[no-untyped-def]
     """max(deps, key=done): the first of the dependencies done last."""
     best = pool[first]
     for k in range(first + 1, first + count):
-        if OP[DONE, pool[k]] > OP[DONE, best]:
+        if OP[pool[k], DONE] > OP[best, DONE]:
             best = pool[k]
     return best
 
@@ -61,60 +61,60 @@ def examine(st, q, t):  # type: ignore[no-untyped-def]
     inline_instant = not C[SIGNAL]
     while Q[Q_LEN, q] > 0:
         i = Q[Q_HEAD, q]
-        ready = OP[READY, i]
+        ready = OP[i, READY]
         blocked = -1
-        first = OP[DSTART, i]
+        first = OP[i, DSTART]
         count = 0
         pool = G[DPOOL]
         if first < 0:  # it waits for its stream predecessor alone (if any)
-            d = OI[PREV, i]
-            td = OP[DONE, d] if d >= 0 else 0
+            d = OI[i, PREV]
+            td = OP[d, DONE] if d >= 0 else 0
             if td < 0:
                 blocked = d
             elif lat_on and d >= 0:
-                row = OI[ORIGIN, i] + 1
+                row = OI[i, ORIGIN] + 1
                 if row:  # runs on an engine: wait out the dependency's latency
-                    td += C[LAT0 + (OI[ORIGIN, d] + 1) * 5 + row]
+                    td += C[LAT0 + (OI[d, ORIGIN] + 1) * 5 + row]
                     if td > ready:
                         ready = td
                 else:  # an event op: takes the engine class of what released it
-                    OI[ORIGIN, i] = OI[ORIGIN, d]
+                    OI[i, ORIGIN] = OI[d, ORIGIN]
         else:
-            count = OI[DLEN, i]
+            count = OI[i, DLEN]
             for k in range(first, first + count):
-                if OP[DONE, pool[k]] < 0:
+                if OP[pool[k], DONE] < 0:
                     blocked = pool[k]
                     break
             if blocked < 0 and lat_on and count:
-                row = OI[ORIGIN, i] + 1
+                row = OI[i, ORIGIN] + 1
                 if row:
                     for k in range(first, first + count):
                         d = pool[k]
-                        td = OP[DONE, d] + C[LAT0 + (OI[ORIGIN, d] + 1) * 5 + row]
+                        td = OP[d, DONE] + C[LAT0 + (OI[d, ORIGIN] + 1) * 5 + row]
                         if td > ready:
                             ready = td
                 else:
-                    OI[ORIGIN, i] = OI[ORIGIN, _last_done(OP, pool, first, count)]
+                    OI[i, ORIGIN] = OI[_last_done(OP, pool, first, count), ORIGIN]
         if blocked < 0:
             if ready > t:  # its dependencies are done: ready is exact
-                hint = i if one_stream and OI[RUN, i] <= RUN_KERNEL else -1
+                hint = i if one_stream and OI[i, RUN] <= RUN_KERNEL else -1
                 push(G, S, ready, EV_TIMER, q, hint)
                 break
             left = Q[Q_LEN, q] - 1  # i leaves the queue
             Q[Q_LEN, q] = left
             if left:
-                Q[Q_HEAD, q] = OI[NEXTQ, i]
+                Q[Q_HEAD, q] = OI[i, NEXTQ]
             if track:
                 note_queue_delay(st, q, i, ready, t)
-            r = OI[RUN, i]
+            r = OI[i, RUN]
             if r == RUN_INSTANT and inline_instant:
                 st[17][i] = t
                 st[18][i] = t
-                OP[DONE, i] = t
+                OP[i, DONE] = t
                 waiters_to_todo(OP, G, S, i)
                 continue
             to_engine(st, r, i, t)
-            if not (one_stream and left and OP[DONE, i] < 0):
+            if not (one_stream and left and OP[i, DONE] < 0):
                 continue
             blocked = i
         add_waiter(OP, G, S, blocked, q)  # re-examine q when it completes
@@ -126,23 +126,23 @@ def note_queue_delay(st, q, i, ready, t):  # type: ignore[no-untyped-def]
     """QueueDrain.note_queue_delay: a "queue" edge when another stream's op held i back."""
     OP, S, Q, G = st[0], st[4], st[6], st[15]
     OI = st[20]
-    s = OI[STREAM, i]
+    s = OI[i, STREAM]
     prev = Q[Q_LAST_STREAM, q]
     Q[Q_LAST_STREAM, q] = s
     if prev < 0 or prev == s or Q[Q_PREV_POP_T, q] != t:
         Q[Q_PREV_POP, q] = i
         Q[Q_PREV_POP_T, q] = t
         return
-    first = OP[DSTART, i]
+    first = OP[i, DSTART]
     most = 0
     if first < 0:
-        d = OI[PREV, i]
+        d = OI[i, PREV]
         if d >= 0:
-            most = OP[DONE, d]
+            most = OP[d, DONE]
     else:
         pool = G[DPOOL]
-        for k in range(first, first + OI[DLEN, i]):
-            td = OP[DONE, pool[k]]
+        for k in range(first, first + OI[i, DLEN]):
+            td = OP[pool[k], DONE]
             if k == first or td > most:
                 most = td
     own = ready if ready > most else most
@@ -159,8 +159,8 @@ def release(st, i, t):  # type: ignore[no-untyped-def]
     examined at once)."""
     OP, C, S, Q, G = st[0], st[2], st[4], st[6], st[15]
     OI = st[20]
-    k = OP[WHEAD, i]
-    OP[WHEAD, i] = -1
+    k = OP[i, WHEAD]
+    OP[i, WHEAD] = -1
     if k < 0:
         return
     wn = G[WNODES]
@@ -170,19 +170,19 @@ def release(st, i, t):  # type: ignore[no-untyped-def]
             k = wn[2 * k + 1]
         return
     single = wn[2 * k + 1] < 0
-    base = (OI[ORIGIN, i] + 1) * 5
+    base = (OI[i, ORIGIN] + 1) * 5
     hints = not C[TRACK]
     while k >= 0:
         q = wn[2 * k]
         k = wn[2 * k + 1]
         if q != HOST and Q[Q_LEN, q]:
             head = Q[Q_HEAD, q]
-            row = OI[ORIGIN, head] + 1
+            row = OI[head, ORIGIN] + 1
             delay = C[LAT0 + base + row]
             if delay:
                 when = t + delay
                 hint = -1
-                if hints and OI[RUN, head] <= RUN_KERNEL:
+                if hints and OI[head, RUN] <= RUN_KERNEL:
                     hint = _hint(st, head, i, row, when)
                 push(G, S, when, EV_TIMER, q, hint)
                 continue
@@ -198,27 +198,27 @@ def _hint(st, head, i, row, when):  # type: ignore[no-untyped-def]
     done now), else -1."""
     OP, C, G = st[0], st[2], st[15]
     OI = st[20]
-    first = OP[DSTART, head]
-    if first < 0 and OI[PREV, head] == i:  # it waits for i alone, done now
-        return head if OP[READY, head] <= when else -1
-    ready = OP[READY, head]
+    first = OP[head, DSTART]
+    if first < 0 and OI[head, PREV] == i:  # it waits for i alone, done now
+        return head if OP[head, READY] <= when else -1
+    ready = OP[head, READY]
     if first < 0:
-        d = OI[PREV, head]
+        d = OI[head, PREV]
         if d >= 0:
-            td = OP[DONE, d]
+            td = OP[d, DONE]
             if td < 0:
                 return -1
-            td += C[LAT0 + (OI[ORIGIN, d] + 1) * 5 + row]
+            td += C[LAT0 + (OI[d, ORIGIN] + 1) * 5 + row]
             if td > ready:
                 ready = td
     else:
         pool = G[DPOOL]
-        for k in range(first, first + OI[DLEN, head]):
+        for k in range(first, first + OI[head, DLEN]):
             d = pool[k]
-            td = OP[DONE, d]
+            td = OP[d, DONE]
             if td < 0:
                 return -1
-            td += C[LAT0 + (OI[ORIGIN, d] + 1) * 5 + row]
+            td += C[LAT0 + (OI[d, ORIGIN] + 1) * 5 + row]
             if td > ready:
                 ready = td
     return head if ready <= when else -1
