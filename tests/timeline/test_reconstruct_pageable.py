@@ -12,12 +12,7 @@ from pathlib import Path
 import pytest
 
 from swimlanes.engine import get_preset, simulate
-from swimlanes.model.op_defaults import (
-    async_changes,
-    converted_fields,
-    copy_size_changes,
-    host_memory_changes,
-)
+from swimlanes.model.op_defaults import async_changes, host_memory_changes
 from swimlanes.model.validate import validate
 from swimlanes.timeline import TimelineBuilder
 from swimlanes.timeline.formats.io import load_timeline_any
@@ -107,7 +102,8 @@ def test_editing_a_rebuilt_copy_drops_the_time_it_was_measured_with() -> None:
             ("d2h", "cudaMemcpyAsync", "pageable"),
             ("h2d", "cudaMemcpyAsync", "pinned"),
             ("h2d", "cudaMemcpyAsync", "pageable"),
-        ]
+        ],
+        call_ns=200_000,
     )
     rebuilt, (pageable, pinned, staged) = _rebuilt_copies(tl)
     pipeline = rebuilt.pipeline
@@ -124,18 +120,14 @@ def test_editing_a_rebuilt_copy_drops_the_time_it_was_measured_with() -> None:
     assert async_changes(staged, False) == {"is_async": False, "call_us": None}
     assert async_changes(staged, True) == {"is_async": True}
     assert async_changes(pageable, False) == {"is_async": False}  # a D2H: it never stages
-    # A new size: the model times it (a doubled copy must not keep the old size's time).
-    assert copy_size_changes(pinned, 8 * MIB) == {"bytes": 8 * MIB, "duration_us": None}
-    assert copy_size_changes(pinned, 4 * MIB) == {"bytes": 4 * MIB}
-    row = pipeline.program.index(pinned)
+    # Pinning the staging copy in the pipeline: its call costs the preset's pinned call again.
+    row = pipeline.program.index(staged)
     before = simulate(pipeline, "h200")
-    for key, value in copy_size_changes(pinned, 64 * MIB).items():
-        setattr(pinned, key, value)
+    for key, value in host_memory_changes(staged, "pinned").items():
+        setattr(staged, key, value)
     after = simulate(pipeline, "h200")
-    assert after.end[row] - after.start[row] > 4 * (before.end[row] - before.start[row])
-    # Another direction: the model times it too.
-    assert converted_fields(pageable, "h2d", pipeline)["duration_us"] is None
-    assert pageable.duration_us is not None
+    assert before.issue_end[row] - before.issue_start[row] == 200_000  # as measured
+    assert after.issue_end[row] - after.issue_start[row] == get_preset("h200").issue_cost_ns("h2d")
 
 
 def _timed_copies(capture: str) -> int:

@@ -61,21 +61,33 @@ def test_pinning_a_timed_copy_drops_its_time_in_one_undo_step(editor: Editor) ->
     assert c.pipeline.program[1].duration_us is None
 
 
-def test_resizing_a_timed_copy_drops_its_time_in_one_undo_step(editor: Editor, qtbot) -> None:
-    """Its measured time was the old size's: kept, a copy made 16 times bigger would take
-    no longer."""
-    c, insp = editor.controller, editor.inspector
+def test_making_a_staging_copy_synchronous_drops_its_measured_call(qtbot) -> None:
+    """A rebuilt async pageable H2D's call_us was its whole call, staging included: a
+    synchronous copy's call waits for the copy instead, so the call's measured time goes, in
+    the same undo step; its device time stays (still pageable memory)."""
+    ed = Editor(
+        pipeline_from_dict(
+            {
+                "format": "swimlanes-pipeline",
+                "version": 1,
+                "name": "staging copy",
+                "program": [
+                    {"op": "h2d", "bytes": 4 * MIB, "host_memory": "pageable", "label": "in",
+                     "duration_us": 382.5, "call_us": 487.5},
+                ],
+            }
+        )
+    )  # fmt: skip
+    qtbot.addWidget(ed)
+    ed.show()
+    qtbot.waitExposed(ed)
+    c, insp = ed.controller, ed.inspector
     before = c.pipeline.to_dict()
-    c.set_selection_indexes([1])
-    insp.unit.setCurrentText("MiB")
-    insp.size.setText("4")  # the size it has: nothing changes
-    insp.size.editingFinished.emit()
-    assert c.pipeline.to_dict() == before and c.undo_stack.count() == 0
-    insp.size.setText("64")
-    insp.size.editingFinished.emit()
-    op = c.pipeline.program[1]
-    assert (op.bytes, op.duration_us) == (64 * MIB, None)
-    assert insp.time.text() == ""
+    c.set_selection_indexes([0])
+    assert insp.is_async.isChecked()
+    insp.is_async.click()
+    op = c.pipeline.program[0]
+    assert (op.is_async, op.call_us, op.duration_us) == (False, None, 382.5)
     assert c.undo_stack.count() == 1
     c.undo_stack.undo()
     assert c.pipeline.to_dict() == before

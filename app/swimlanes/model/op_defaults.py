@@ -74,9 +74,7 @@ def converted_fields(op: Op, kind: str, pipeline: Pipeline) -> dict[str, Any]:
         out["bytes"] = op.bytes or NEW_OP_FIELDS[kind]["bytes"]
         if op.op in COPY_OPS or op.op == "memset":
             out["is_async"] = op.is_async
-            # A copy's time is its direction's: another direction is timed by the model.
-            if op.op == kind:
-                out["duration_us"] = op.duration_us
+            out["duration_us"] = op.duration_us
     if kind in HOST_COPY_OPS and op.op in HOST_COPY_OPS:
         out["host_memory"] = op.host_memory
     if kind == "kernel":
@@ -130,17 +128,6 @@ def _staging_call_changes(op: Op, edited: Op) -> dict[str, Any]:
     if op.call_us is not None and op.stages_on_call != edited.stages_on_call:
         return {"call_us": None}
     return {}
-
-
-def copy_size_changes(op: Op, nbytes: int) -> dict[str, Any]:
-    """The field changes that give copy or memset ``op`` a size of ``nbytes``: a
-    ``duration_us`` (measured, or typed in) was the old size's time, so a new size drops it
-    and the model times the copy (otherwise the edit would change nothing the user sees).
-    Other ops, and setting the size an op already has, change only ``bytes``."""
-    changes: dict[str, Any] = {"bytes": nbytes}
-    if op.op in COPY_OPS + ("memset",) and op.duration_us is not None and nbytes != op.bytes:
-        changes["duration_us"] = None
-    return changes
 
 
 def _convert_device_fields(op: Op, kind: str, pipeline: Pipeline, out: dict[str, Any]) -> None:

@@ -21,9 +21,11 @@ The pipeline replays the host program the timeline recorded, call by call in iss
   replay overlaps it, so it stays modelled. An async pageable H2D keeps its measured call as
   ``call_us`` too: it returns once its data is staged, and the simulator stages for what is
   left of that call after the call's cost. That time belongs to the copy as it was measured:
-  changing its host memory, size, direction or (the staging call) being async drops it
-  (:func:`swimlanes.model.op_defaults.host_memory_changes`, ``copy_size_changes``,
-  ``converted_fields``, ``async_changes``), so that the model times the copy as edited.
+  changing its host memory drops it, and its staging call's time with it, as does making
+  the staging call synchronous (:func:`swimlanes.model.op_defaults.host_memory_changes`,
+  ``async_changes``), so that the model times the copy as edited. (A typed or measured
+  ``duration_us`` stays through a change of size or direction: the inspector shows it as the
+  copy's duration override, which the user clears to let the model time the copy.)
 * **events**: a wait or event sync whose record the trace names waits on that record's event
   (``e<row>``); the record goes on the stream the trace says it was waited on, else on the
   stream of the last GPU work issued before it. A wait whose record is unknown, or a record on

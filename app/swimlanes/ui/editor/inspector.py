@@ -41,7 +41,7 @@ from swimlanes.model.document import (
     Stream,
 )
 from swimlanes.model.edits import Edit, SetOpFields
-from swimlanes.model.op_defaults import async_changes, copy_size_changes, host_memory_changes
+from swimlanes.model.op_defaults import async_changes, host_memory_changes
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.collective_fields import (
     SetInstanceFields,
@@ -374,7 +374,7 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, QWidget):
         if size < 1:
             self.fields["bytes"].show_error("must be at least 1 byte")
             return
-        self._set("bytes", copy_size_changes(op, size))  # a copy's old time was its old size's
+        self._set("bytes", {"bytes": size})
 
     def _over(self, key: str, value: float) -> bool:
         """Whether ``value`` is past the file format's limit for ``key`` (shown if so)."""
