@@ -9,13 +9,16 @@ and are never returned to Python.
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Any, cast
+
 from numba.core import types
 from numba.extending import intrinsic
 from numba.np.arrayobj import make_array, populate_array
 
 
 @intrinsic
-def borrowed(typingctx, array):  # type: ignore[no-untyped-def]
+def _borrowed(typingctx, array):  # type: ignore[no-untyped-def]
     """``array`` as a view with no memory owner (see the module docstring)."""
     if not isinstance(array, types.Array):
         return None
@@ -34,3 +37,7 @@ def borrowed(typingctx, array):  # type: ignore[no-untyped-def]
         return view._getvalue()
 
     return array(array), codegen
+
+
+#: ``borrowed(array)`` in compiled code (typed for callers: numba passes the typing context).
+borrowed = cast(Callable[[Any], Any], _borrowed)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from operator import itemgetter
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 import numpy as np
 
@@ -118,7 +118,8 @@ def _kernel_rows(run: RunState, OP: np.ndarray, OI: np.ndarray, F: np.ndarray) -
     rows = np.flatnonzero(OI[: run.n, L.RUN] == RUN_KERNEL)
     if not len(rows):
         return
-    shapes = list(map(plan.kernel.__getitem__, rows.tolist()))
+    # (Kernels' shapes are never None.)
+    shapes = cast(list[tuple[int, int, int, float]], [plan.kernel[i] for i in rows.tolist()])
     m = len(rows)
     OP[rows, L.W_REM] = np.fromiter(map(itemgetter(0), shapes), np.int64, m)
     OI[rows, L.W_COST] = np.fromiter(map(itemgetter(1), shapes), np.int64, m)
