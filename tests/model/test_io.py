@@ -198,3 +198,20 @@ def test_new_file_gets_the_umask_mode(tmp_path: Path) -> None:
         assert path.stat().st_mode & 0o777 == 0o644
     finally:
         os.umask(umask)
+
+
+def test_half_a_surrogate_pair_is_refused_with_where_it_is(tmp_path: Path) -> None:
+    """A \\uD800 escape without its other half is not text: printing the table or writing the
+    label as UTF-8 would fail later, so the file is refused with the field that holds it. A
+    whole pair (an emoji written as two escapes) is text."""
+    head = '{"format": "swimlanes-pipeline", "version": 1, "name": "x", "program": ['
+    kernel = '{"op": "kernel", "blocks": 1, "threads": 32, "duration_us": 5, "label": "%s"}'
+    bad = tmp_path / "bad.json"
+    bad.write_text(head + kernel % "ok" + ", " + kernel % "a\\ud800b" + "]}", "utf-8")
+    with pytest.raises(PipelineError) as err:
+        load_pipeline(bad)
+    assert [p.path for p in err.value.problems] == ["program[1].label"]
+    assert "surrogate" in str(err.value)
+    good = tmp_path / "good.json"
+    good.write_text(head + kernel % "\\ud83d\\ude00" + "]}", "utf-8")
+    assert load_pipeline(good).program[0].label == "\U0001f600"

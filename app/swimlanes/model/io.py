@@ -149,7 +149,7 @@ def parse_json(text: str, raw: bytes | None = None) -> Any:
             [Problem(path, f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects")]
         )
     try:
-        return json.loads(text, parse_int=_parse_int)
+        data = json.loads(text, parse_int=_parse_int)
     except json.JSONDecodeError as err:
         raise PipelineError(
             [Problem("", f"not valid JSON: {err.msg} at line {err.lineno}, column {err.colno}")]
@@ -158,6 +158,42 @@ def parse_json(text: str, raw: bytes | None = None) -> Any:
         raise PipelineError(
             [Problem("", f"nested deeper than {MAX_JSON_DEPTH} levels of arrays and objects")]
         ) from None
+    if "\\ud" in text or "\\uD" in text:  # a \uD800-\uDFFF escape: maybe half a pair
+        where = _unpaired_surrogate(data)
+        if where is not None:
+            raise PipelineError(
+                [Problem(where, "holds half of a UTF-16 surrogate pair (a \\uD800-\\uDFFF "
+                         "escape without its other half), which is not text")]
+            )  # fmt: skip
+    return data
+
+
+def _unpaired_surrogate(data: Any) -> str | None:
+    """The path of the first string (a key or a value) in ``data`` with a lone surrogate,
+    which no text encoding can write (printing or saving it as UTF-8 would fail)."""
+    stack: list[tuple[Any, str]] = [(data, "")]
+    while stack:
+        value, path = stack.pop()
+        if isinstance(value, str):
+            if _lone(value):
+                return path or "(the document)"
+        elif isinstance(value, dict):
+            for key, item in value.items():
+                where = f"{path}.{key}" if path else str(key)
+                if isinstance(key, str) and _lone(key):
+                    return where
+                stack.append((item, where))
+        elif isinstance(value, list):
+            stack.extend((item, f"{path}[{k}]") for k, item in enumerate(value))
+    return None
+
+
+def _lone(text: str) -> bool:
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        return True
+    return False
 
 
 def _fast_parse(raw: bytes) -> Any:
