@@ -24,7 +24,10 @@ from generate import split  # noqa: E402
 from swimlanes.engine.bands import FITTED_MODEL_ERROR  # noqa: E402
 from swimlanes.engine.preset_model import FITTED_ROOFLINE  # noqa: E402
 from swimlanes.engine.presets import DevicePreset  # noqa: E402
-from swimlanes.gpu.calibration_programs import copy_order_of  # noqa: E402
+from swimlanes.gpu.calibration_programs import (  # noqa: E402
+    copy_order_of,
+    cross_checked_bidirectional,
+)
 from swimlanes.model.document import Pipeline  # noqa: E402
 from swimlanes.timeline.formats.io import load_run, run_from_dict, run_to_dict  # noqa: E402
 from swimlanes.timeline.timeline import Timeline  # noqa: E402
@@ -93,11 +96,17 @@ def load_fidelity_data(path: str | Path) -> FidelityData:
 
 def preset_as_calibrated_now(data: FidelityData) -> DevicePreset:
     """The stored preset with the choices that calibrate makes from its raw record made again
-    by today's rules (the copy engine's order) and the fitted figures it writes today (the
+    by today's rules (the copy engine's order, the bidirectional slowdowns checked against the
+    pair of big copies) and the fitted figures it writes today (the
     streaming kernel's, ``FITTED_ROOFLINE``, and the bands' model error), so that a measurement taken before a rule
     changed is judged as a calibration made today would be."""
     spread = {**data.preset.spread, **FITTED_MODEL_ERROR} if data.preset.spread else {}
     preset = replace(data.preset, spread=spread, **FITTED_ROOFLINE)
+    timing = data.raw.get("timing")
+    if isinstance(timing, dict):  # the timing fit's slowdowns, checked as calibrate does now
+        checked, _ = cross_checked_bidirectional(timing, data.raw.get("bidirectional"))
+        slowdowns = {k: v for k, v in checked.items() if k.startswith("bidirectional_slowdown")}
+        preset = replace(preset, **slowdowns)
     probe = data.raw.get("copy_order")
     if not isinstance(probe, dict):
         return preset
