@@ -3,11 +3,13 @@
 Semantics (each has tests in tests/engine):
 
 1. **Host thread.** The program is issued in order; every call costs the preset's issue cost on
-   the host (plus ``host_call_gap_us`` between calls), and an op reaches the GPU when its call
-   returns (kernels start no earlier than ``kernel_launch_latency_us`` after that, H2D and D2H
-   copies ``copy_launch_latency_us``). Blocking calls stall the host, following CUDA's
-   "API synchronization behavior": a synchronous pinned copy returns when done; a pageable H2D
-   (async) returns once the data is staged at the host's staging rate, and its DMA is pipelined
+   the host, or the op's measured ``call_us`` (plus ``host_call_gap_us`` between calls), and an
+   op reaches the GPU when its call returns (kernels start no earlier than
+   ``kernel_launch_latency_us`` after that, H2D and D2H copies ``copy_launch_latency_us``).
+   Blocking calls stall the host, following CUDA's "API synchronization behavior": a
+   synchronous pinned copy returns when done; a pageable H2D (async) returns once the data is
+   staged at the host's staging rate (with a ``call_us``, the whole measured call: the issue
+   cost, then staging for the rest of it), and its DMA is pipelined
    with the staging (with ``pageable_h2d_chunk_bytes`` it starts once the first chunk is
    staged); a synchronous pageable H2D first waits for earlier work (its stream sync), then
    stages while the DMA runs, so it returns as the copy ends; any D2H to pageable memory
