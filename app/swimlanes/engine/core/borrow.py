@@ -18,12 +18,12 @@ from numba.np.arrayobj import make_array, populate_array
 
 
 @intrinsic
-def _borrowed(typingctx, array):  # type: ignore[no-untyped-def]
+def _borrowed(typingctx: Any, array: Any) -> Any:
     """``array`` as a view with no memory owner (see the module docstring)."""
     if not isinstance(array, types.Array):
         return None
 
-    def codegen(context, builder, signature, args):  # type: ignore[no-untyped-def]
+    def codegen(context: Any, builder: Any, signature: Any, args: Any) -> Any:
         source = make_array(array)(context, builder, value=args[0])
         view = make_array(array)(context, builder)
         populate_array(

@@ -35,7 +35,7 @@ from swimlanes.engine.core.layout import (
 
 
 @njit(cache=True)
-def room(G, k, used, extra):  # type: ignore[no-untyped-def]
+def room(G: list[np.ndarray], k: int, used: int, extra: int) -> np.ndarray:
     """Buffer ``k`` of ``G`` with room for ``extra`` more ints after ``used``."""
     buf = G[k]
     if used + extra > buf.shape[0]:
@@ -47,14 +47,14 @@ def room(G, k, used, extra):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def next_seq(S):  # type: ignore[no-untyped-def]
+def next_seq(S: np.ndarray) -> int:
     seq = S[SEQ]
     S[SEQ] = seq + 1
     return seq
 
 
 @njit(cache=True)
-def push(G, S, t, tag, a, b):  # type: ignore[no-untyped-def]
+def push(G: list[np.ndarray], S: np.ndarray, t: int, tag: int, a: int, b: int) -> None:
     """heappush((t, next_seq(), tag, a, b)). An event at INF or later marks the run out of
     range (the caller hands it to the Python engine, which answers or refuses it)."""
     seq = next_seq(S)
@@ -80,7 +80,7 @@ def push(G, S, t, tag, a, b):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def pop(G, S):  # type: ignore[no-untyped-def]
+def pop(G: list[np.ndarray], S: np.ndarray) -> tuple[int, int, int, int, int]:
     """heappop: the earliest (time, seq) entry as (t, seq, tag, a, b). The sentinel is never
     popped (the loop pops only events earlier than the host)."""
     h = G[HEAP]
@@ -112,7 +112,7 @@ def pop(G, S):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def todo_push(G, S, q):  # type: ignore[no-untyped-def]
+def todo_push(G: list[np.ndarray], S: np.ndarray, q: int) -> None:
     n = S[TODO_N]
     buf = room(G, TODO, n, 1)
     buf[n] = q
@@ -120,7 +120,7 @@ def todo_push(G, S, q):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def add_waiter(OP, G, S, op, q):  # type: ignore[no-untyped-def]
+def add_waiter(OP: np.ndarray, G: list[np.ndarray], S: np.ndarray, op: int, q: int) -> None:
     """waiters[op].append(q): a linked list of (value, next) nodes."""
     k = S[WN_N]
     wn = room(G, WNODES, 2 * k, 2)
@@ -135,7 +135,7 @@ def add_waiter(OP, G, S, op, q):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def waiters_to_todo(OP, G, S, op):  # type: ignore[no-untyped-def]
+def waiters_to_todo(OP: np.ndarray, G: list[np.ndarray], S: np.ndarray, op: int) -> None:
     """todo.extend(waiters[op]); waiters[op] = None."""
     k = OP[op, WHEAD]
     OP[op, WHEAD] = -1
@@ -148,7 +148,7 @@ def waiters_to_todo(OP, G, S, op):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def dep_push(G, S, d):  # type: ignore[no-untyped-def]
+def dep_push(G: list[np.ndarray], S: np.ndarray, d: int) -> None:
     n = S[DP_N]
     buf = room(G, DPOOL, n, 1)
     buf[n] = d
@@ -156,7 +156,7 @@ def dep_push(G, S, d):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def edge(G, S, src, dst, kind):  # type: ignore[no-untyped-def]
+def edge(G: list[np.ndarray], S: np.ndarray, src: int, dst: int, kind: int) -> None:
     n = S[EDGE_N]
     buf = room(G, EDGES, 3 * n, 3)
     buf[3 * n] = src
@@ -166,7 +166,7 @@ def edge(G, S, src, dst, kind):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def record_occupancy(G, S, t, sms):  # type: ignore[no-untyped-def]
+def record_occupancy(G: list[np.ndarray], S: np.ndarray, t: int, sms: int) -> None:
     """The SMs-busy step function changes to ``sms`` at ``t`` (blocks._record_occupancy):
     (time, sms) pairs."""
     n = S[OCC_N]

@@ -10,6 +10,7 @@ reaches the SMs once), ``PEND`` its pending kernels in (priority, seq) order.
 
 from __future__ import annotations
 
+import numpy as np
 from numba import njit
 
 from swimlanes.engine.core.buffers import next_seq, push, record_occupancy
@@ -82,7 +83,9 @@ _FLOAT_LIMIT = float(INF)  # a float time at or past this is out of range (see p
 
 # -- copy engines (copies.CopyEngines) ------------------------------------------------------------
 @njit(cache=True)
-def to_copy_engine(OI, C, S, PT, PO, i, t):  # type: ignore[no-untyped-def]
+def to_copy_engine(
+    OI: np.ndarray, C: np.ndarray, S: np.ndarray, PT: np.ndarray, PO: np.ndarray, i: int, t: int
+) -> None:
     """A copy left its queue at t: into its direction's ready pool."""
     pool = C[POOL_OF_H2D + (0 if OI[i, KIND] == C[H2D_KIND] else 1)]
     k = S[POOL_N + pool]
@@ -93,7 +96,15 @@ def to_copy_engine(OI, C, S, PT, PO, i, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def choose_copy(OI, C, S, PT, PO, pool, last_stream):  # type: ignore[no-untyped-def]
+def choose_copy(
+    OI: np.ndarray,
+    C: np.ndarray,
+    S: np.ndarray,
+    PT: np.ndarray,
+    PO: np.ndarray,
+    pool: np.ndarray,
+    last_stream: int,
+) -> int:
     """copies.choose_copy: the ready copy an idle engine takes (keys are unique by op, so
     the pool's order does not matter)."""
     sticky, oldest = C[STICKY], C[OLDEST_FIRST]
@@ -109,7 +120,20 @@ def choose_copy(OI, C, S, PT, PO, pool, last_stream):  # type: ignore[no-untyped
 
 
 @njit(cache=True)
-def copies_dispatch(OP, OI, C, CF, S, E, EF, PT, PO, G, start, t):  # type: ignore[no-untyped-def]
+def copies_dispatch(
+    OP: np.ndarray,
+    OI: np.ndarray,
+    C: np.ndarray,
+    CF: np.ndarray,
+    S: np.ndarray,
+    E: np.ndarray,
+    EF: np.ndarray,
+    PT: np.ndarray,
+    PO: np.ndarray,
+    G: list[np.ndarray],
+    start: np.ndarray,
+    t: int,
+) -> None:
     """CopyEngines.dispatch: give every idle engine its next copy."""
     changed = False
     for e in range(C[N_ENG]):
@@ -152,7 +176,16 @@ def copies_dispatch(OP, OI, C, CF, S, E, EF, PT, PO, G, start, t):  # type: igno
 
 
 @njit(cache=True)
-def copies_finish(C, CF, S, E, EF, G, e, t):  # type: ignore[no-untyped-def]
+def copies_finish(
+    C: np.ndarray,
+    CF: np.ndarray,
+    S: np.ndarray,
+    E: np.ndarray,
+    EF: np.ndarray,
+    G: list[np.ndarray],
+    e: int,
+    t: int,
+) -> int:
     """CopyEngines.finish: engine e's copy ended at t; returns the op."""
     op = E[E_OP, e]
     E[E_OP, e] = -1
@@ -168,7 +201,7 @@ def copies_finish(C, CF, S, E, EF, G, e, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _end_time(S, t, remaining, factor):  # type: ignore[no-untyped-def]
+def _end_time(S: np.ndarray, t: int, remaining: float, factor: float) -> int:
     """t + max(0, round(remaining * factor)), or out of range."""
     x = remaining * factor
     if x >= _FLOAT_LIMIT:
@@ -179,7 +212,16 @@ def _end_time(S, t, remaining, factor):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def start_against(C, CF, S, E, EF, G, e, t):  # type: ignore[no-untyped-def]
+def start_against(
+    C: np.ndarray,
+    CF: np.ndarray,
+    S: np.ndarray,
+    E: np.ndarray,
+    EF: np.ndarray,
+    G: list[np.ndarray],
+    e: int,
+    t: int,
+) -> None:
     """CopyEngines._start_against (one engine per direction)."""
     o = E[E_PARTNER, e]
     direction = E[E_DIR, e]
@@ -214,7 +256,9 @@ def start_against(C, CF, S, E, EF, G, e, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def end_against(S, E, EF, G, o, t):  # type: ignore[no-untyped-def]
+def end_against(
+    S: np.ndarray, E: np.ndarray, EF: np.ndarray, G: list[np.ndarray], o: int, t: int
+) -> None:
     """CopyEngines._end_against: the copy against o's ended; o runs alone now."""
     old = EF[E_FACTOR, o]
     if old == 1.0:
@@ -228,7 +272,15 @@ def end_against(S, E, EF, G, o, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def reschedule(C, CF, S, E, EF, G, t):  # type: ignore[no-untyped-def]
+def reschedule(
+    C: np.ndarray,
+    CF: np.ndarray,
+    S: np.ndarray,
+    E: np.ndarray,
+    EF: np.ndarray,
+    G: list[np.ndarray],
+    t: int,
+) -> None:
     """CopyEngines._reschedule: every running copy's speed after the set changed."""
     both_ways = not C[SHARED]
     for e in range(C[N_ENG]):
@@ -256,7 +308,9 @@ def reschedule(C, CF, S, E, EF, G, t):  # type: ignore[no-untyped-def]
 
 # -- block scheduler (blocks.BlockScheduler) ------------------------------------------------------
 @njit(cache=True)
-def new_work(OP, OI, F, S, op, prio):  # type: ignore[no-untyped-def]
+def new_work(
+    OP: np.ndarray, OI: np.ndarray, F: np.ndarray, S: np.ndarray, op: int, prio: int
+) -> None:
     """SmWork(op, prio, next_seq(), ...) in op's W_* rows (its shape, blocks to go, slots
     per block, resident limit and ns per block, is there already)."""
     OI[op, W_PRIO] = prio
@@ -267,7 +321,7 @@ def new_work(OP, OI, F, S, op, prio):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def blocks_add(OP, OI, S, PEND, w):  # type: ignore[no-untyped-def]
+def blocks_add(OP: np.ndarray, OI: np.ndarray, S: np.ndarray, PEND: np.ndarray, w: int) -> None:
     """BlockScheduler.add: keep PEND in (priority, seq) order (most work arrives last)."""
     n = S[PEND_N]
     p, sq = OI[w, W_PRIO], OP[w, W_SEQ]
@@ -285,7 +339,7 @@ def blocks_add(OP, OI, S, PEND, w):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _round_batch(F, S, w):  # type: ignore[no-untyped-def]
+def _round_batch(F: np.ndarray, S: np.ndarray, w: int) -> int:
     """The next batch's duration, carrying the rounding from batch to batch."""
     d = F[w, W_BLOCK_NS] + F[w, W_CARRY]
     if d >= _FLOAT_LIMIT:
@@ -299,7 +353,17 @@ def _round_batch(F, S, w):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def blocks_dispatch(OP, OI, F, C, S, PEND, G, start, t):  # type: ignore[no-untyped-def]
+def blocks_dispatch(
+    OP: np.ndarray,
+    OI: np.ndarray,
+    F: np.ndarray,
+    C: np.ndarray,
+    S: np.ndarray,
+    PEND: np.ndarray,
+    G: list[np.ndarray],
+    start: np.ndarray,
+    t: int,
+) -> None:
     """BlockScheduler.dispatch: start batches for every pending kernel that fits, best
     priority first; record the occupancy."""
     n = S[PEND_N]
@@ -348,7 +412,18 @@ def blocks_dispatch(OP, OI, F, C, S, PEND, G, start, t):  # type: ignore[no-unty
 
 
 @njit(cache=True)
-def start_alone(OP, OI, F, C, S, G, start, w, t, last_sms):  # type: ignore[no-untyped-def]
+def start_alone(
+    OP: np.ndarray,
+    OI: np.ndarray,
+    F: np.ndarray,
+    C: np.ndarray,
+    S: np.ndarray,
+    G: list[np.ndarray],
+    start: np.ndarray,
+    w: int,
+    t: int,
+    last_sms: int,
+) -> None:
     """BlockScheduler._start_alone (with _batch_alone): w alone on idle SMs."""
     remaining, cost = OP[w, W_REM], OI[w, W_COST]
     fit = min(C[SLOTS] // cost, remaining, OP[w, W_MAXRES])
@@ -370,7 +445,16 @@ def start_alone(OP, OI, F, C, S, G, start, w, t, last_sms):  # type: ignore[no-u
 
 
 @njit(cache=True)
-def batch_end(OP, OI, S, PEND, G, w, fit, t):  # type: ignore[no-untyped-def]
+def batch_end(
+    OP: np.ndarray,
+    OI: np.ndarray,
+    S: np.ndarray,
+    PEND: np.ndarray,
+    G: list[np.ndarray],
+    w: int,
+    fit: int,
+    t: int,
+) -> int:
     """BlockScheduler.batch_end: BATCH_DONE, KERNEL_DONE or SMS_IDLE."""
     S[FREE] += fit * OI[w, W_COST]
     OP[w, W_RES] -= fit

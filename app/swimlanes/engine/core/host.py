@@ -8,6 +8,8 @@ it needs: numba passes it by reference and inlines the unpacking.
 
 from __future__ import annotations
 
+from typing import Any
+
 from numba import njit
 
 from swimlanes.engine.core.buffers import (
@@ -102,7 +104,7 @@ from swimlanes.engine.core.layout import (
 
 # -- completions ---------------------------------------------------------------------------------
 @njit(cache=True)
-def finish(st, i, t):  # type: ignore[no-untyped-def]
+def finish(st: tuple[Any, ...], i: int, t: int) -> None:
     """_Run.finish: op i ended on its engine at t; make it visible to dependents."""
     OP, G, S, C, end = st[0], st[15], st[4], st[2], st[18]
     end[i] = t
@@ -114,7 +116,7 @@ def finish(st, i, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def finish_grouped(st, i, t):  # type: ignore[no-untyped-def]
+def finish_grouped(st: tuple[Any, ...], i: int, t: int) -> None:
     """_Run.finish_grouped: Fermi signals a kernel's group only when its last member ends."""
     OP, S, GR, G = st[0], st[4], st[14], st[15]
     OI = st[20]
@@ -142,7 +144,7 @@ def finish_grouped(st, i, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def group_kernel(st, i, s):  # type: ignore[no-untyped-def]
+def group_kernel(st: tuple[Any, ...], i: int, s: int) -> None:
     """RunState.group_kernel: Fermi's completion groups, decided at launch."""
     S, GR, OI = st[4], st[14], st[20]
     g = S[LK_GROUP]
@@ -158,7 +160,7 @@ def group_kernel(st, i, s):  # type: ignore[no-untyped-def]
 
 # -- engine entries (the table of _Run.engine_entries) --------------------------------------------
 @njit(cache=True)
-def to_engine(st, r, i, t):  # type: ignore[no-untyped-def]
+def to_engine(st: tuple[Any, ...], r: int, i: int, t: int) -> None:
     """Op i leaves its hardware queue at t for the engine of run code r."""
     OP, F, C, S, ST = st[0], st[1], st[2], st[4], st[5]
     OI = st[20]
@@ -195,7 +197,7 @@ def to_engine(st, r, i, t):  # type: ignore[no-untyped-def]
 
 # -- host thread -------------------------------------------------------------------------------
 @njit(cache=True)
-def stream_deps(st, i, s, kind, p):  # type: ignore[no-untyped-def]
+def stream_deps(st: tuple[Any, ...], i: int, s: int, kind: int, p: int) -> None:
     """RunState.stream_deps: op i's dependencies into the pool (its DSTART/DLEN); edges."""
     OP, C, S, ST, BAR, G = st[0], st[2], st[4], st[5], st[12], st[15]
     OI = st[20]
@@ -238,7 +240,7 @@ def stream_deps(st, i, s, kind, p):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def enqueue(st, i, t):  # type: ignore[no-untyped-def]
+def enqueue(st: tuple[Any, ...], i: int, t: int) -> None:
     """RunState.enqueue."""
     OP, C, S, ST, Q, G = st[0], st[2], st[4], st[5], st[6], st[15]
     OI = st[20]
@@ -257,7 +259,7 @@ def enqueue(st, i, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def set_barrier(st):  # type: ignore[no-untyped-def]
+def set_barrier(st: tuple[Any, ...]) -> None:
     """RunState.set_barrier: later work waits for all work issued so far."""
     OP, C, S, ST, BAR = st[0], st[2], st[4], st[5], st[12]
     k = 0
@@ -272,7 +274,7 @@ def set_barrier(st):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def host_return(st, t, released_by):  # type: ignore[no-untyped-def]
+def host_return(st: tuple[Any, ...], t: int, released_by: int) -> None:
     """RunState.host_return: the call of op host_i returns at t."""
     OP, C, S, G = st[0], st[2], st[4], st[15]
     i = S[HOST_I]
@@ -290,7 +292,7 @@ def host_return(st, t, released_by):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def check_host(st, t):  # type: ignore[no-untyped-def]
+def check_host(st: tuple[Any, ...], t: int) -> None:
     """RunState.check_host: return from the blocking call once what it waits for is done."""
     OP, C, S, HWAIT, G = st[0], st[2], st[4], st[13], st[15]
     OI = st[20]
@@ -313,7 +315,7 @@ def check_host(st, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def host_step(st, t):  # type: ignore[no-untyped-def]
+def host_step(st: tuple[Any, ...], t: int) -> None:
     """RunState.host_step: the call of op host_i takes effect at t."""
     OP, C, S, ST, BAR, HWAIT = st[0], st[2], st[4], st[5], st[12], st[13]
     OI = st[20]

@@ -3,6 +3,9 @@ number of steps at a time so that Python can poll cancel and progress between th
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 from numba import njit
 
 from swimlanes.engine.core.borrow import borrowed
@@ -57,7 +60,7 @@ from swimlanes.engine.core.queues import drain, examine, release
 
 
 @njit(cache=True)
-def run_steps(st, budget):  # type: ignore[no-untyped-def]
+def run_steps(st: tuple[Any, ...], budget: int) -> int:
     """Run the event loop for at most ``budget`` steps: DONE_STATUS when the host is done (or
     waits) and nothing on the device happens before INF, MORE when the budget ran out,
     OUT_OF_RANGE when a time reached INF (the Python engine then runs the pipeline).
@@ -164,7 +167,12 @@ def run_steps(st, budget):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def run_chunk(tables, buffers, outputs, budget):  # type: ignore[no-untyped-def]
+def run_chunk(
+    tables: tuple[np.ndarray, ...],
+    buffers: tuple[np.ndarray, ...],
+    outputs: tuple[np.ndarray, ...],
+    budget: int,
+) -> tuple[Any, ...]:
     """One bounded run of the loop over ``tables`` (prepare.State's, in its order), the
     growable ``buffers`` and the run's ``outputs`` columns; returns the status and the buffers
     (which it may have replaced by bigger ones). The tables and columns are borrowed (see

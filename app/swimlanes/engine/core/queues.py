@@ -3,6 +3,9 @@ of waiting queues with dependency latencies, the "queue" dependencies and the to
 
 from __future__ import annotations
 
+from typing import Any
+
+import numpy as np
 from numba import njit
 
 from swimlanes.engine.core.buffers import add_waiter, edge, push, todo_push, waiters_to_todo
@@ -41,7 +44,7 @@ from swimlanes.engine.core.layout import (
 
 
 @njit(cache=True)
-def _last_done(OP, pool, first, count):  # type: ignore[no-untyped-def]
+def _last_done(OP: np.ndarray, pool: np.ndarray, first: int, count: int) -> int:
     """max(deps, key=done): the first of the dependencies done last."""
     best = pool[first]
     for k in range(first + 1, first + count):
@@ -51,7 +54,7 @@ def _last_done(OP, pool, first, count):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def examine(st, q, t):  # type: ignore[no-untyped-def]
+def examine(st: tuple[Any, ...], q: int, t: int) -> None:
     """Send queue q's runnable head ops to their engines, from the head on (make_drain's
     examine; one loop, as there: it runs about twice per op)."""
     OP, C, S, Q, G = st[0], st[2], st[4], st[6], st[15]
@@ -122,7 +125,7 @@ def examine(st, q, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def note_queue_delay(st, q, i, ready, t):  # type: ignore[no-untyped-def]
+def note_queue_delay(st: tuple[Any, ...], q: int, i: int, ready: int, t: int) -> None:
     """QueueDrain.note_queue_delay: a "queue" edge when another stream's op held i back."""
     OP, S, Q, G = st[0], st[4], st[6], st[15]
     OI = st[20]
@@ -153,7 +156,7 @@ def note_queue_delay(st, q, i, ready, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def release(st, i, t):  # type: ignore[no-untyped-def]
+def release(st: tuple[Any, ...], i: int, t: int) -> None:
     """Op i, just done at t, releases the queues waiting for it (make_release: with
     dependency latencies each is woken when its head's latency on i has passed; without,
     examined at once)."""
@@ -193,7 +196,7 @@ def release(st, i, t):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def _hint(st, head, i, row, when):  # type: ignore[no-untyped-def]
+def _hint(st: tuple[Any, ...], head: int, i: int, row: int, when: int) -> int:
     """make_release's hint: head, if it may leave its queue at ``when`` (drain's examination,
     done now), else -1."""
     OP, C, G = st[0], st[2], st[15]
@@ -225,7 +228,7 @@ def _hint(st, head, i, row, when):  # type: ignore[no-untyped-def]
 
 
 @njit(cache=True)
-def drain(st, t):  # type: ignore[no-untyped-def]
+def drain(st: tuple[Any, ...], t: int) -> None:
     """Let every queue on the to-do stack send its runnable heads to their engines."""
     S, G = st[4], st[15]
     while S[TODO_N] > 0:
