@@ -78,10 +78,12 @@ def _op_tables(run: RunState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     OP[:, L.DONE] = OP[:, L.DSTART] = OP[:, L.WHEAD] = OP[:, L.WTAIL] = -1
     OI[:n, L.NEXTQ] = np.asarray(run.next_in_queue)
     OI[:n, L.PREV] = run.prev_array
-    OI[:n, L.ORIGIN] = run.origin if run.origin else 0
+    OI[:n, L.ORIGIN] = _column(run.origin, n) if run.origin else 0
     OI[:, L.RECORD] = -1
     if run.record_of:
-        OI[list(run.record_of), L.RECORD] = list(run.record_of.values())
+        count = len(run.record_of)
+        waits = np.fromiter(run.record_of, np.int64, count)
+        OI[waits, L.RECORD] = np.fromiter(run.record_of.values(), np.int64, count)
     OI[:, L.GROUP] = OI[:, L.NEXTDEF] = -1
     for row in (L.DLEN, L.W_PRIO, L.W_COST, L.W_STARTED):
         OI[:, row] = 0
@@ -99,16 +101,18 @@ def _stage_rows(run: RunState, OP: np.ndarray, OI: np.ndarray) -> None:
     if not plan.stage:
         return
     host = OI[:n, L.HOSTC]
-    rows = np.flatnonzero(np.isin(host, (ENQ_STAGE, *_WAITING))).tolist()
+    rows = np.flatnonzero(np.isin(host, (ENQ_STAGE, *_WAITING)))
+    stage = plan.stage
+    busy = np.fromiter((stage[i] or 0 for i in rows.tolist()), np.int64, len(rows))
+    if len(rows) and busy.max() >= L.INPUT_LIMIT:
+        raise OutOfReach
+    OP[rows, L.STAGE] = busy
     chunk, nbytes = run.h2d_chunk, plan.arrays["nbytes"]
-    for i in rows:
-        busy = plan.stage[i] or 0
-        if busy >= L.INPUT_LIMIT:
-            raise OutOfReach
-        OP[i, L.STAGE] = busy
-        if chunk and host[i] == ENQ_STAGE:
-            size = int(nbytes[i])
-            OP[i, L.STAGE_OFF] = busy if size <= chunk else busy * chunk // size
+    if not chunk:
+        return
+    for i in rows[host[rows] == ENQ_STAGE].tolist():
+        staged, size = stage[i] or 0, int(nbytes[i])
+        OP[i, L.STAGE_OFF] = staged if size <= chunk else staged * chunk // size
 
 
 def _kernel_rows(run: RunState, OP: np.ndarray, OI: np.ndarray, F: np.ndarray) -> None:
