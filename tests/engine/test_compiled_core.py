@@ -24,6 +24,7 @@ from strategies import device_presets, pipelines, wide_pipelines
 from swimlanes.engine import DevicePreset, plan_model, preset_names, simulate
 from swimlanes.engine import core as compiled_core
 from swimlanes.engine.bands import simulate_band
+from swimlanes.engine.core import prepare
 from swimlanes.engine.errors import SimulationCancelled
 from swimlanes.engine.multi import needs_multi_device
 from swimlanes.engine.simulator import SimulationRangeError, _Run
@@ -186,6 +187,42 @@ def test_times_past_the_clock_are_refused_alike(monkeypatch: pytest.MonkeyPatch)
         assert messages[0] == messages[1]
     monkeypatch.setenv(compiled_core.ENGINE_VARIABLE, "compiled")
     assert simulate(Pipeline("h", [], host), "ideal").issue_end.tolist() == [3 * 10**18, 6 * 10**18]
+
+
+def test_the_compiled_loop_hands_times_reaching_the_clocks_end_to_python(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Inputs inside the compiled core's range whose times reach 2**62 ns during the run: it
+    stops, undoes its columns and the Python loop answers (or refuses) instead."""
+    monkeypatch.setattr(plan_model, "MAX_OP_NS", 1 << 63)
+    monkeypatch.setattr(plan_model, "MAX_TOTAL_NS", 1 << 64)
+    undone: list[int] = []
+    real_reset = prepare.reset_outputs
+
+    def reset(state: prepare.State) -> None:
+        undone.append(1)
+        real_reset(state)
+
+    monkeypatch.setattr(prepare, "reset_outputs", reset)
+    host = Pipeline("h", [], [Op("host", duration_us=2e15)] * 3)  # 2e18 ns each
+    kernels = Pipeline(
+        "k", [Stream("s1")], [Op("kernel", stream="s1", blocks=1, threads=32, duration_us=2e15)] * 3
+    )
+    expected = run_with("python", lambda: simulate(host, "ideal"))
+    monkeypatch.setenv(compiled_core.ENGINE_VARIABLE, "compiled")
+    before = compiled_core.compiled_runs()
+    got = simulate(host, "ideal")
+    assert compiled_core.compiled_runs() == before and len(undone) == 1  # it handed over
+    assert isinstance(expected, Timeline)
+    assert got.issue_end.tolist() == [2 * 10**18, 4 * 10**18, 6 * 10**18]
+    assert not differences(expected, got)
+    with pytest.raises(SimulationRangeError, match="clock range") as compiled:
+        simulate(kernels, "ideal")
+    assert len(undone) == 2
+    monkeypatch.setenv(compiled_core.ENGINE_VARIABLE, "python")
+    with pytest.raises(SimulationRangeError, match="clock range") as python:
+        simulate(kernels, "ideal")
+    assert str(compiled.value) == str(python.value)
 
 
 # -- choosing the loop ----------------------------------------------------------------------------
