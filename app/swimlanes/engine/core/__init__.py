@@ -107,7 +107,10 @@ def _clear_stale_cache() -> None:
     read-only copy is left alone: its sources change only with a reinstall, which rewrites
     every file."""
     folder = Path(__file__).parent
-    sources = b"".join((folder / f"{name}.py").read_bytes() for name in _COMPILED_MODULES)
+    try:
+        sources = b"".join((folder / f"{name}.py").read_bytes() for name in _COMPILED_MODULES)
+    except OSError:  # no sources beside the package (a frozen bundle): nothing to compare
+        return
     digest = hashlib.sha256(sources).hexdigest()
     cache = folder / "__pycache__"
     stamp = cache / "core-sources.sha256"
