@@ -166,7 +166,7 @@ def run_steps(st: tuple[Any, ...], budget: int) -> int:
     return MORE
 
 
-@njit(cache=True)
+@njit(cache=True, nogil=True)  # (a simulation on a worker thread leaves the UI thread running)
 def run_chunk(
     tables: tuple[np.ndarray, ...],
     buffers: tuple[np.ndarray, ...],
