@@ -262,3 +262,19 @@ def test_a_broken_core_falls_back_to_python_with_a_warning(
     assert isinstance(expected, Timeline)
     assert not differences(expected, got)
     assert "compiled simulator core failed" in caplog.text
+
+
+@pytest.mark.usefixtures("forced")
+def test_an_error_in_a_callback_is_the_callers() -> None:
+    """An exception from ``progress`` propagates as in the Python loop, and does not turn the
+    compiled loop off."""
+
+    def progress(fraction: float) -> None:
+        if fraction > 0.0:
+            raise KeyError("stop here")
+
+    before = compiled_core.compiled_runs()
+    with pytest.raises(KeyError, match="stop here"):
+        simulate(_kernels(100_000), "h200", progress=progress)
+    simulate(_kernels(1000), "h200")
+    assert compiled_core.compiled_runs() == before + 1

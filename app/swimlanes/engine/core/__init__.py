@@ -128,6 +128,10 @@ def _clear_stale_cache() -> None:
         pass
 
 
+class _CoreFailed(Exception):
+    """The compiled loop itself failed (numba could not compile or load it)."""
+
+
 def run_compiled(
     run: RunState,
     progress: Callable[[float], None] | None,
@@ -153,14 +157,14 @@ def run_compiled(
         return False
     try:
         status = _run_chunks(chunk, state, run.n, progress, cancel)
-    except SimulationCancelled:
+    except _CoreFailed as failed:  # a compile failure: never the user's simulation's
         reset_outputs(state)
-        raise
-    except Exception as err:  # a compile failure: never the user's simulation's
-        reset_outputs(state)
-        _warn_once(f"compiled simulator core failed ({err!r}): using the Python loop")
+        _warn_once(f"compiled simulator core failed ({failed.__cause__!r}): using the Python loop")
         _loaded["chunk"] = None
         return False
+    except BaseException:  # cancelled, or raised by the caller's callbacks: theirs to handle
+        reset_outputs(state)
+        raise
     scalars = state.scalars
     unfinished = scalars[layout.HOST_I] < run.n or scalars[layout.HEAP_N] > 1
     if status == layout.OUT_OF_RANGE or unfinished:  # the Python loop answers or refuses it
@@ -192,6 +196,9 @@ def _run_chunks(
                 progress(min(0.99, pct / 100.0))
                 next_report = pct + 1
         tables, buffers, outputs = tuple(state.tables), tuple(state.buffers), tuple(state.outputs)
-        status, *state.buffers = chunk(tables, buffers, outputs, STEPS_PER_CALL)
+        try:
+            status, *state.buffers = chunk(tables, buffers, outputs, STEPS_PER_CALL)
+        except Exception as err:
+            raise _CoreFailed from err
         if status != layout.MORE:
             return int(status)
