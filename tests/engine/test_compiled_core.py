@@ -11,6 +11,8 @@ fall-back to the Python loop fails the test.
 from __future__ import annotations
 
 import logging
+import os
+import subprocess
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -228,13 +230,20 @@ def test_the_compiled_loop_hands_times_reaching_the_clocks_end_to_python(
 # -- choosing the loop ----------------------------------------------------------------------------
 def test_auto_picks_the_loop_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """``auto``: compiled from AUTO_MIN_OPS ops on before the compiled loop has run in this
-    process, from AUTO_MIN_OPS_WARM once it has; SWIMLANES_ENGINE=python always Python."""
+    process (if numba has it cached), from AUTO_MIN_OPS_WARM once it has;
+    SWIMLANES_ENGINE=python always Python."""
     monkeypatch.setattr(compiled_core, "AUTO_MIN_OPS", 500)
     monkeypatch.setattr(compiled_core, "AUTO_MIN_OPS_WARM", 150)
     small, middle, large = (make_random_pipeline(n, seed=5) for n in (100, 200, 600))
     monkeypatch.setitem(compiled_core._counts, "compiled", 0)  # cold
     run_with("auto", lambda: simulate(middle, "h200"))
     assert compiled_core.compiled_runs() == 0
+    # Without numba's cache of the loop, even a large pipeline runs in Python: compiling it
+    # first would take far longer than the Python loop does.
+    monkeypatch.setattr(compiled_core, "cache_ready", lambda: False)
+    run_with("auto", lambda: simulate(large, "h200"))
+    assert compiled_core.compiled_runs() == 0
+    monkeypatch.setattr(compiled_core, "cache_ready", lambda: True)
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(compiled_core.ENGINE_VARIABLE, "auto")
         simulate(large, "h200")
@@ -278,3 +287,49 @@ def test_an_error_in_a_callback_is_the_callers() -> None:
         simulate(_kernels(100_000), "h200", progress=progress)
     simulate(_kernels(1000), "h200")
     assert compiled_core.compiled_runs() == before + 1
+
+
+def test_the_loop_is_cached_once_compiled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """After a compiled run numba's cache on disk holds the loop's machine code: ``auto``
+    may use it in a new process without compiling."""
+    run_with("compiled", lambda: simulate(make_random_pipeline(50, seed=2), "h200"))
+    monkeypatch.delitem(compiled_core._loaded, "chunk")  # as a new process sees it
+    assert compiled_core.cache_ready()
+    from swimlanes.engine.core.loop import run_chunk
+
+    index = run_chunk._cache._cache_file._index_path
+    assert Path(index).is_file()
+    real_exists = os.path.exists
+    monkeypatch.setattr(os.path, "exists", lambda p: p != index and real_exists(p))
+    assert not compiled_core.cache_ready()  # no index of the loop: not cached
+
+
+def test_the_app_fills_the_cache_in_a_process_of_its_own(monkeypatch: pytest.MonkeyPatch) -> None:
+    started: list[list[str]] = []
+
+    class Popen:
+        def __init__(self, argv: list[str], **kwargs: object) -> None:
+            assert kwargs.get("start_new_session") is True
+            started.append(argv)
+
+    monkeypatch.setattr(subprocess, "Popen", Popen)
+    monkeypatch.delitem(compiled_core._loaded, "chunk", raising=False)
+    monkeypatch.setenv(compiled_core.ENGINE_VARIABLE, "python")
+    assert not compiled_core.start_warming() and not started
+    monkeypatch.setenv(compiled_core.ENGINE_VARIABLE, "auto")
+    assert compiled_core.start_warming()
+    assert started == [[sys.executable, "-m", "swimlanes.engine.core.warm"]]
+
+
+def test_the_warm_up_process_compiles_only_what_is_missing(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from swimlanes.engine.core import warm
+
+    compiled: list[int] = []
+    monkeypatch.setattr(warm, "compile_once", lambda: compiled.append(1) or True)
+    monkeypatch.setattr(os, "nice", lambda n: 0)
+    monkeypatch.setattr(compiled_core, "cache_ready", lambda: True)
+    assert warm.main() == 0 and compiled == []
+    monkeypatch.setattr(compiled_core, "cache_ready", lambda: False)
+    assert warm.main() == 0 and compiled == [1]

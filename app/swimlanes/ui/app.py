@@ -143,6 +143,16 @@ def start_window(
     QTimer.singleShot(CHARTS_AT_THE_LATEST_MS, window, lambda: after_first_paint(was_painted=False))
 
 
+#: How long after the window is ready the app starts filling numba's cache (see main).
+WARM_CORE_AFTER_MS = 5000
+
+
+def _warm_simulator_core() -> None:
+    from swimlanes.engine.core import start_warming
+
+    start_warming()
+
+
 def main(file: str | None = None) -> int:
     """Run the desktop app; returns the exit code."""
     started = time.perf_counter()
@@ -181,6 +191,9 @@ def main(file: str | None = None) -> int:
                 charts_shown()
             return
         window.offer_recovery()
+        # Numba's cache of the compiled simulator core, filled in the background if empty
+        # (later, so that it does not compete with the first simulation).
+        QTimer.singleShot(WARM_CORE_AFTER_MS, _warm_simulator_core)
 
     start_window(window, file, painted=painted, then=ready)
     return int(app.exec())

@@ -8,7 +8,9 @@ into the run, where build_timeline reads them as it reads the Python loop's. It 
 the Python loop runs) when numba is missing or fails, when a time would reach the clock's
 range (2**62 ns: the Python loop then answers or raises SimulationRangeError), or when the
 environment says so: ``SWIMLANES_ENGINE=python|compiled|auto`` (default ``auto``: compiled from
-:data:`AUTO_MIN_OPS` ops on, or :data:`AUTO_MIN_OPS_WARM` once the compiled loop has run).
+:data:`AUTO_MIN_OPS` ops on when numba has the loop cached, or :data:`AUTO_MIN_OPS_WARM` once
+the compiled loop has run). The app fills numba's cache in a background process of its own
+(:func:`start_warming`), so a first compile never holds up a simulation.
 """
 
 from __future__ import annotations
@@ -29,8 +31,10 @@ __all__ = [
     "AUTO_MIN_OPS",
     "AUTO_MIN_OPS_WARM",
     "ENGINE_VARIABLE",
+    "cache_ready",
     "compiled_runs",
     "run_compiled",
+    "start_warming",
     "wants_compiled",
 ]
 
@@ -76,7 +80,30 @@ def wants_compiled(n_ops: int) -> bool:
         return True
     if choice != "auto":
         _warn_once(f"{ENGINE_VARIABLE}={choice!r} is not python, compiled or auto: using auto")
-    return n_ops >= (AUTO_MIN_OPS_WARM if _counts["compiled"] else AUTO_MIN_OPS)
+    if _counts["compiled"]:
+        return n_ops >= AUTO_MIN_OPS_WARM
+    # Before its first run in this process, only if numba has the machine code cached: a
+    # first compile takes 30 to 45 s on the 2-core machine, far longer than the Python loop
+    # takes for any pipeline the validator allows (9.2 us per op, under 10 s at MAX_OPS).
+    return n_ops >= AUTO_MIN_OPS and cache_ready()
+
+
+def cache_ready() -> bool:
+    """Whether the compiled loop is loaded in this process, or numba's cache holds its
+    machine code for the current sources (so that loading it costs about 0.4 s, not a
+    compile). ``python -m swimlanes.engine.core.warm`` fills that cache."""
+    if "chunk" in _loaded:
+        return _loaded["chunk"] is not None
+    try:
+        _clear_stale_cache()
+        from swimlanes.engine.core.loop import run_chunk  # (defines it: compiles nothing)
+
+        # numba's own record of the cached function (not a public API: any surprise here
+        # reads as "not cached", and the Python loop runs).
+        index = getattr(run_chunk, "_cache")._cache_file._index_path  # noqa: B009 (private)
+        return os.path.exists(index)
+    except Exception:
+        return False
 
 
 def _warn_once(message: str) -> None:
@@ -202,3 +229,32 @@ def _run_chunks(
             raise _CoreFailed from err
         if status != layout.MORE:
             return int(status)
+
+
+def start_warming() -> bool:
+    """Start a background process, at low priority, that compiles the loop into numba's
+    cache if it is not there yet, unless SWIMLANES_ENGINE is ``python``, the loop is loaded
+    in this process already, or numba is missing. Returns whether one was started. (The app calls this once at start-up; the
+    command-line tools never do.)"""
+    import importlib.util
+    import subprocess
+    import sys
+
+    if os.environ.get(ENGINE_VARIABLE, "auto").strip().lower() == "python":
+        return False
+    # (Whether the cache is ready is for the new process to find out: that imports numba,
+    # which the caller's thread should not wait for.)
+    if "chunk" in _loaded or importlib.util.find_spec("numba") is None:
+        return False
+    try:
+        subprocess.Popen(
+            [sys.executable, "-m", "swimlanes.engine.core.warm"],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,  # outlives the app if it closes first
+        )
+    except OSError as err:
+        _warn_once(f"could not start compiling the simulator core ({err})")
+        return False
+    return True
