@@ -127,3 +127,16 @@ def test_warm_repeat_costs_count_per_thread() -> None:
     tl = simulate(_pipeline(program), "h200")
     calls = (tl.issue_end - tl.issue_start).tolist()
     assert calls[2] < calls[0] and calls[3] < calls[1]
+
+
+def test_a_captured_staging_call_lasts_its_measured_time_on_any_thread() -> None:
+    """A rebuilt async pageable H2D's ``call_us`` is its whole call, staging included, as in
+    a one-thread program: 487.5 us on h200 whichever thread issues it (not its call_us and
+    then the staging again)."""
+    copy = {"op": "h2d", "bytes": 4 << 20, "host_memory": "pageable", "call_us": 487.5,
+            "duration_us": 382.5}  # fmt: skip
+    threaded = _pipeline([{**copy, "stream": "a ptds"}, {**copy, "stream": "b ptds"}])
+    one = _pipeline([{**copy, "stream": "a ptds"}], threads=False)
+    for tl in (simulate(threaded, "h200"), simulate(one, "h200")):
+        calls = (tl.issue_end - tl.issue_start).tolist()
+        assert calls == [487_500] * len(calls)

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field, replace
 
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.engine.reference.layout import Layout
-from swimlanes.engine.reference.program import _call_key
+from swimlanes.engine.reference.program import HostCall, _call_key
 from swimlanes.model.document import Pipeline
 
 
@@ -61,9 +61,16 @@ def _thread_costs(
             repeat = bool(preset.repeat_issue_cost_us) and key == previous
             previous = key
             cost = preset.repeat_issue_cost_ns(op.op) if repeat else preset.issue_cost_ns(op.op)
+            fact = layout.ops[i]
             if op.call_us is not None:
-                cost = round(op.call_us * 1000.0)
-            layout.ops[i] = replace(layout.ops[i], cost_ns=gap + cost)
+                measured = round(op.call_us * 1000.0)
+                if fact.call is HostCall.ENQUEUE_AND_STAGE:  # the whole call: staging is the rest
+                    layout.ops[i] = replace(
+                        fact, cost_ns=gap + cost, stage_ns=max(0, measured - cost)
+                    )
+                    continue
+                cost = measured
+            layout.ops[i] = replace(fact, cost_ns=gap + cost)
 
 
 def op_threads(threads: list[ThreadLayout], n: int) -> list[int]:
