@@ -2,8 +2,8 @@
 enqueue, stream_deps, barriers and check_host, and simulator._Run's entries (to_kernel,
 to_sm_copy, to_callback) and finish, over the tables of layout.
 
-Every function takes the whole state tuple ``st`` (see prepare.State.as_tuple) and unpacks what
-it needs: numba passes it by reference and inlines the unpacking.
+Every function takes the whole state tuple ``state`` (run_chunk builds it; layout names its
+slots) and unpacks what it needs: numba passes it by reference and inlines the unpacking.
 """
 
 from __future__ import annotations
@@ -26,9 +26,12 @@ from swimlanes.engine.core.layout import (
     BAR_N,
     BARRIER,
     BARRIER_ID,
+    BARRIER_OPS,
     BLOCKS,
+    BUFFERS,
     BUSY,
     COMPUTE,
+    CONFIG,
     COST,
     DEP_DEFAULT_STREAM,
     DEP_HOST,
@@ -37,6 +40,7 @@ from swimlanes.engine.core.layout import (
     DONE,
     DP_N,
     DSTART,
+    END_TIMES,
     ENQ,
     ENQ_BARRIER,
     ENQ_STAGE,
@@ -48,13 +52,16 @@ from swimlanes.engine.core.layout import (
     G_TAIL,
     GROUP,
     GROUP_N,
+    GROUPS,
     HOST,
     HOST_I,
     HOST_T,
+    HOST_WAIT,
     HOST_WAITING,
     HOSTC,
     HW_N,
     INF,
+    ISSUE_END_TIMES,
     KIND,
     LAST_DEFAULT,
     LAUNCH0,
@@ -64,9 +71,17 @@ from swimlanes.engine.core.layout import (
     N_OPS,
     N_STREAMS,
     NEXTDEF,
+    OP_CODES,
+    OP_ENGINES,
+    OP_FLOATS,
+    OP_TIMES,
+    PENDING_KERNELS,
+    POOL_OPS,
+    POOL_TIMES,
     Q_HEAD,
     Q_LEN,
     QUEUE,
+    QUEUES,
     READY,
     RECORD,
     RUN,
@@ -81,6 +96,7 @@ from swimlanes.engine.core.layout import (
     S_SEEN_BARRIER,
     S_SEEN_DEFAULT,
     S_TAIL,
+    SCALARS,
     SIGNAL,
     SM_COUNT,
     SMC_COST,
@@ -88,9 +104,11 @@ from swimlanes.engine.core.layout import (
     SOLO,
     STAGE,
     STAGE_OFF,
+    START_TIMES,
     STREAM,
     STREAM_BLOCKING,
     STREAM_LEGACY,
+    STREAMS,
     SYNC0,
     W_BLOCK_NS,
     W_COST,
@@ -104,278 +122,323 @@ from swimlanes.engine.core.layout import (
 
 # -- completions ---------------------------------------------------------------------------------
 @njit(cache=True)
-def finish(st: tuple[Any, ...], i: int, t: int) -> None:
+def finish(state: tuple[Any, ...], i: int, t: int) -> None:
     """_Run.finish: op i ended on its engine at t; make it visible to dependents."""
-    OP, G, S, C, end = st[0], st[15], st[4], st[2], st[18]
+    op_times = state[OP_TIMES]
+    buffers = state[BUFFERS]
+    scalars = state[SCALARS]
+    config = state[CONFIG]
+    end = state[END_TIMES]
     end[i] = t
-    if C[SIGNAL]:
-        finish_grouped(st, i, t)
+    if config[SIGNAL]:
+        finish_grouped(state, i, t)
         return
-    OP[i, DONE] = t
-    waiters_to_todo(OP, G, S, i)
+    op_times[i, DONE] = t
+    waiters_to_todo(op_times, buffers, scalars, i)
 
 
 @njit(cache=True)
-def finish_grouped(st: tuple[Any, ...], i: int, t: int) -> None:
+def finish_grouped(state: tuple[Any, ...], i: int, t: int) -> None:
     """_Run.finish_grouped: Fermi signals a kernel's group only when its last member ends."""
-    OP, S, GR, G = st[0], st[4], st[14], st[15]
-    OI = st[20]
-    g = OI[i, GROUP]
+    op_times = state[OP_TIMES]
+    scalars = state[SCALARS]
+    groups = state[GROUPS]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
+    g = op_codes[i, GROUP]
     if g >= 0:
-        OI[i, GROUP] = -1  # groups.pop(i)
-        GR[G_COUNT, g] -= 1
-        OI[i, NEXTDEF] = -1  # group[1].append(i)
-        if GR[G_HEAD, g] < 0:
-            GR[G_HEAD, g] = i
+        op_codes[i, GROUP] = -1  # groups.pop(i)
+        groups[G_COUNT, g] -= 1
+        op_codes[i, NEXTDEF] = -1  # group[1].append(i)
+        if groups[G_HEAD, g] < 0:
+            groups[G_HEAD, g] = i
         else:
-            OI[GR[G_TAIL, g], NEXTDEF] = i
-        GR[G_TAIL, g] = i
-        if GR[G_COUNT, g] > 0:
+            op_codes[groups[G_TAIL, g], NEXTDEF] = i
+        groups[G_TAIL, g] = i
+        if groups[G_COUNT, g] > 0:
             return
-        x = GR[G_HEAD, g]
-        GR[G_HEAD, g] = -1
+        x = groups[G_HEAD, g]
+        groups[G_HEAD, g] = -1
         while x >= 0:
-            OP[x, DONE] = t
-            waiters_to_todo(OP, G, S, x)
-            x = OI[x, NEXTDEF]
+            op_times[x, DONE] = t
+            waiters_to_todo(op_times, buffers, scalars, x)
+            x = op_codes[x, NEXTDEF]
         return
-    OP[i, DONE] = t
-    waiters_to_todo(OP, G, S, i)
+    op_times[i, DONE] = t
+    waiters_to_todo(op_times, buffers, scalars, i)
 
 
 @njit(cache=True)
-def group_kernel(st: tuple[Any, ...], i: int, s: int) -> None:
+def group_kernel(state: tuple[Any, ...], i: int, s: int) -> None:
     """RunState.group_kernel: Fermi's completion groups, decided at launch."""
-    S, GR, OI = st[4], st[14], st[20]
-    g = S[LK_GROUP]
-    if not (S[LK_OP] == i - 1 and S[LK_STREAM] != s and GR[G_COUNT, g] > 0):
-        g = S[GROUP_N]
-        S[GROUP_N] = g + 1
-        GR[G_COUNT, g] = 0
-        GR[G_HEAD, g] = -1
-    GR[G_COUNT, g] += 1
-    OI[i, GROUP] = g
-    S[LK_OP], S[LK_STREAM], S[LK_GROUP] = i, s, g
+    scalars = state[SCALARS]
+    groups = state[GROUPS]
+    op_codes = state[OP_CODES]
+    g = scalars[LK_GROUP]
+    if not (scalars[LK_OP] == i - 1 and scalars[LK_STREAM] != s and groups[G_COUNT, g] > 0):
+        g = scalars[GROUP_N]
+        scalars[GROUP_N] = g + 1
+        groups[G_COUNT, g] = 0
+        groups[G_HEAD, g] = -1
+    groups[G_COUNT, g] += 1
+    op_codes[i, GROUP] = g
+    scalars[LK_OP], scalars[LK_STREAM], scalars[LK_GROUP] = i, s, g
 
 
 # -- engine entries (the table of _Run.engine_entries) --------------------------------------------
 @njit(cache=True)
-def to_engine(st: tuple[Any, ...], r: int, i: int, t: int) -> None:
+def to_engine(state: tuple[Any, ...], r: int, i: int, t: int) -> None:
     """Op i leaves its hardware queue at t for the engine of run code r."""
-    OP, F, C, S, ST = st[0], st[1], st[2], st[4], st[5]
-    OI = st[20]
+    op_times = state[OP_TIMES]
+    op_floats = state[OP_FLOATS]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    streams = state[STREAMS]
+    op_codes = state[OP_CODES]
     if r == RUN_COPY:
-        to_copy_engine(OI, C, S, st[9], st[10], i, t)
+        to_copy_engine(op_codes, config, scalars, state[POOL_TIMES], state[POOL_OPS], i, t)
     elif r == RUN_KERNEL:
-        s = OI[i, STREAM]
-        if C[SIGNAL]:
-            group_kernel(st, i, s)
-        new_work(OP, OI, F, S, i, ST[S_PRIO, s])
-        blocks_add(OP, OI, S, st[11], i)
-        st[19][i] = C[COMPUTE]
-        S[DIRTY] |= BLOCKS
+        s = op_codes[i, STREAM]
+        if config[SIGNAL]:
+            group_kernel(state, i, s)
+        new_work(op_times, op_codes, op_floats, scalars, i, streams[S_PRIO, s])
+        blocks_add(op_times, op_codes, scalars, state[PENDING_KERNELS], i)
+        state[OP_ENGINES][i] = config[COMPUTE]
+        scalars[DIRTY] |= BLOCKS
     elif r == RUN_SM:  # d2d copies and memsets: one wave over every SM at memory bandwidth
-        solo = OP[i, SOLO]
+        solo = op_times[i, SOLO]
         block_ns = float(solo if solo > 1 else 1)
-        OP[i, W_REM], OI[i, W_COST], OP[i, W_MAXRES] = C[SM_COUNT], C[SMC_COST], C[SMC_MAXRES]
-        F[i, W_BLOCK_NS] = block_ns
-        new_work(OP, OI, F, S, i, ST[S_PRIO, OI[i, STREAM]])
-        blocks_add(OP, OI, S, st[11], i)
-        st[19][i] = C[COMPUTE]
-        S[DIRTY] |= BLOCKS
+        op_times[i, W_REM], op_codes[i, W_COST], op_times[i, W_MAXRES] = (
+            config[SM_COUNT],
+            config[SMC_COST],
+            config[SMC_MAXRES],
+        )
+        op_floats[i, W_BLOCK_NS] = block_ns
+        new_work(op_times, op_codes, op_floats, scalars, i, streams[S_PRIO, op_codes[i, STREAM]])
+        blocks_add(op_times, op_codes, scalars, state[PENDING_KERNELS], i)
+        state[OP_ENGINES][i] = config[COMPUTE]
+        scalars[DIRTY] |= BLOCKS
     elif r == RUN_INSTANT:
-        st[17][i] = t
-        finish(st, i, t)
+        state[START_TIMES][i] = t
+        finish(state, i, t)
     else:  # a host function
-        st[17][i] = t
-        solo = OP[i, SOLO]
+        state[START_TIMES][i] = t
+        solo = op_times[i, SOLO]
         if solo > 0:
-            push(st[15], S, t + solo, EV_CALLBACK, i, 0)
+            push(state[BUFFERS], scalars, t + solo, EV_CALLBACK, i, 0)
         else:
-            finish(st, i, t)
+            finish(state, i, t)
 
 
 # -- host thread -------------------------------------------------------------------------------
 @njit(cache=True)
-def stream_deps(st: tuple[Any, ...], i: int, s: int, kind: int, p: int) -> None:
+def stream_deps(state: tuple[Any, ...], i: int, s: int, kind: int, p: int) -> None:
     """RunState.stream_deps: op i's dependencies into the pool (its DSTART/DLEN); edges."""
-    OP, C, S, ST, BAR, G = st[0], st[2], st[4], st[5], st[12], st[15]
-    OI = st[20]
-    first = S[DP_N]
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    streams = state[STREAMS]
+    barrier_ops = state[BARRIER_OPS]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
+    first = scalars[DP_N]
     if p >= 0:
-        dep_push(G, S, p)
-    if kind == C[EVENT_WAIT_KIND]:
-        r = OI[i, RECORD]
+        dep_push(buffers, scalars, p)
+    if kind == config[EVENT_WAIT_KIND]:
+        r = op_codes[i, RECORD]
         if r >= 0:
-            dep_push(G, S, r)
-    klass = ST[S_CLASS, s]
-    n_streams = C[N_STREAMS]
+            dep_push(buffers, scalars, r)
+    klass = streams[S_CLASS, s]
+    n_streams = config[N_STREAMS]
     if klass == STREAM_LEGACY:
         for b in range(n_streams):
-            tb = ST[S_TAIL, b]
-            if ST[S_CLASS, b] == STREAM_BLOCKING and tb >= 0 and tb != ST[S_COVERED, b]:
-                dep_push(G, S, tb)
-                edge(G, S, tb, i, DEP_DEFAULT_STREAM)
-                ST[S_COVERED, b] = tb
-        S[LAST_DEFAULT] = i
+            tb = streams[S_TAIL, b]
+            if streams[S_CLASS, b] == STREAM_BLOCKING and tb >= 0 and tb != streams[S_COVERED, b]:
+                dep_push(buffers, scalars, tb)
+                edge(buffers, scalars, tb, i, DEP_DEFAULT_STREAM)
+                streams[S_COVERED, b] = tb
+        scalars[LAST_DEFAULT] = i
         for b in range(n_streams):
-            if ST[S_CLASS, b] == STREAM_BLOCKING:
-                ST[S_QUIET, b] = 0
+            if streams[S_CLASS, b] == STREAM_BLOCKING:
+                streams[S_QUIET, b] = 0
     elif klass == STREAM_BLOCKING:
-        ld = S[LAST_DEFAULT]
-        if ld >= 0 and ld != ST[S_SEEN_DEFAULT, s]:
-            ST[S_SEEN_DEFAULT, s] = ld
-            dep_push(G, S, ld)
-            edge(G, S, ld, i, DEP_DEFAULT_STREAM)
-    if ST[S_SEEN_BARRIER, s] != S[BARRIER_ID]:
-        ST[S_SEEN_BARRIER, s] = S[BARRIER_ID]
-        for k in range(S[BAR_N]):
-            b = BAR[k]
+        ld = scalars[LAST_DEFAULT]
+        if ld >= 0 and ld != streams[S_SEEN_DEFAULT, s]:
+            streams[S_SEEN_DEFAULT, s] = ld
+            dep_push(buffers, scalars, ld)
+            edge(buffers, scalars, ld, i, DEP_DEFAULT_STREAM)
+    if streams[S_SEEN_BARRIER, s] != scalars[BARRIER_ID]:
+        streams[S_SEEN_BARRIER, s] = scalars[BARRIER_ID]
+        for k in range(scalars[BAR_N]):
+            b = barrier_ops[k]
             if b != p and b != i:
-                dep_push(G, S, b)
-                edge(G, S, b, i, DEP_DEFAULT_STREAM)
-    ST[S_QUIET, s] = 1 if klass != STREAM_LEGACY else 0
-    OP[i, DSTART] = first
-    OI[i, DLEN] = S[DP_N] - first
+                dep_push(buffers, scalars, b)
+                edge(buffers, scalars, b, i, DEP_DEFAULT_STREAM)
+    streams[S_QUIET, s] = 1 if klass != STREAM_LEGACY else 0
+    op_times[i, DSTART] = first
+    op_codes[i, DLEN] = scalars[DP_N] - first
 
 
 @njit(cache=True)
-def enqueue(st: tuple[Any, ...], i: int, t: int) -> None:
+def enqueue(state: tuple[Any, ...], i: int, t: int) -> None:
     """RunState.enqueue."""
-    OP, C, S, ST, Q, G = st[0], st[2], st[4], st[5], st[6], st[15]
-    OI = st[20]
-    s, kind = OI[i, STREAM], OI[i, KIND]
-    p = ST[S_TAIL, s]
-    if not ST[S_QUIET, s]:
-        stream_deps(st, i, s, kind, p)
-    ST[S_TAIL, s] = i
-    q = OI[i, QUEUE]
-    OP[i, READY] = t + C[LAUNCH0 + kind]
-    queued = Q[Q_LEN, q]
-    Q[Q_LEN, q] = queued + 1
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    streams = state[STREAMS]
+    queues = state[QUEUES]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
+    s, kind = op_codes[i, STREAM], op_codes[i, KIND]
+    p = streams[S_TAIL, s]
+    if not streams[S_QUIET, s]:
+        stream_deps(state, i, s, kind, p)
+    streams[S_TAIL, s] = i
+    q = op_codes[i, QUEUE]
+    op_times[i, READY] = t + config[LAUNCH0 + kind]
+    queued = queues[Q_LEN, q]
+    queues[Q_LEN, q] = queued + 1
     if not queued:
-        Q[Q_HEAD, q] = i
-        todo_push(G, S, q)
+        queues[Q_HEAD, q] = i
+        todo_push(buffers, scalars, q)
 
 
 @njit(cache=True)
-def set_barrier(st: tuple[Any, ...]) -> None:
+def set_barrier(state: tuple[Any, ...]) -> None:
     """RunState.set_barrier: later work waits for all work issued so far."""
-    OP, C, S, ST, BAR = st[0], st[2], st[4], st[5], st[12]
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    streams = state[STREAMS]
+    barrier_ops = state[BARRIER_OPS]
     k = 0
-    for b in range(C[N_STREAMS]):
-        x = ST[S_TAIL, b]
-        if x >= 0 and OP[x, DONE] < 0:
-            BAR[k] = x
+    for b in range(config[N_STREAMS]):
+        x = streams[S_TAIL, b]
+        if x >= 0 and op_times[x, DONE] < 0:
+            barrier_ops[k] = x
             k += 1
-    S[BAR_N] = k
-    S[BARRIER_ID] += 1
-    ST[S_QUIET, :] = 0
+    scalars[BAR_N] = k
+    scalars[BARRIER_ID] += 1
+    streams[S_QUIET, :] = 0
 
 
 @njit(cache=True)
-def host_return(st: tuple[Any, ...], t: int, released_by: int) -> None:
+def host_return(state: tuple[Any, ...], t: int, released_by: int) -> None:
     """RunState.host_return: the call of op host_i returns at t."""
-    OP, C, S, G = st[0], st[2], st[4], st[15]
-    i = S[HOST_I]
-    st[16][i] = t
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    buffers = state[BUFFERS]
+    i = scalars[HOST_I]
+    state[ISSUE_END_TIMES][i] = t
     if released_by >= 0 and released_by != i:
-        edge(G, S, released_by, i, DEP_HOST)
+        edge(buffers, scalars, released_by, i, DEP_HOST)
     i += 1
-    S[HOST_I] = i
-    if i < C[N_OPS]:
-        S[HOST_T] = t + OP[i, COST]
-        if S[HOST_T] >= INF:
-            S[BAIL] = 1
+    scalars[HOST_I] = i
+    if i < config[N_OPS]:
+        scalars[HOST_T] = t + op_times[i, COST]
+        if scalars[HOST_T] >= INF:
+            scalars[BAIL] = 1
     else:
-        S[HOST_T] = INF
+        scalars[HOST_T] = INF
 
 
 @njit(cache=True)
-def check_host(st: tuple[Any, ...], t: int) -> None:
+def check_host(state: tuple[Any, ...], t: int) -> None:
     """RunState.check_host: return from the blocking call once what it waits for is done."""
-    OP, C, S, HWAIT, G = st[0], st[2], st[4], st[13], st[15]
-    OI = st[20]
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    host_wait = state[HOST_WAIT]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
     last = -1
-    for k in range(S[HW_N]):
-        x = HWAIT[k]
-        if OP[x, DONE] < 0:
-            add_waiter(OP, G, S, x, HOST)
+    for k in range(scalars[HW_N]):
+        x = host_wait[k]
+        if op_times[x, DONE] < 0:
+            add_waiter(op_times, buffers, scalars, x, HOST)
             return
-        if last < 0 or OP[x, DONE] > OP[last, DONE]:  # max(): the first of the latest
+        if last < 0 or op_times[x, DONE] > op_times[last, DONE]:  # max(): the first of the latest
             last = x
-    S[HOST_WAITING] = 0
-    i = S[HOST_I]
-    lag = C[SYNC0 + OI[i, HOSTC]] + OP[i, STAGE]  # (+ a pageable D2H's last copy-out)
+    scalars[HOST_WAITING] = 0
+    i = scalars[HOST_I]
+    # (STAGE: a pageable D2H's last copy-out)
+    lag = config[SYNC0 + op_codes[i, HOSTC]] + op_times[i, STAGE]
     if lag:
-        u = OP[last, DONE] + lag
-        host_return(st, u if u > t else t, last)
+        u = op_times[last, DONE] + lag
+        host_return(state, u if u > t else t, last)
     else:
-        host_return(st, t, last)
+        host_return(state, t, last)
 
 
 @njit(cache=True)
-def host_step(st: tuple[Any, ...], t: int) -> None:
+def host_step(state: tuple[Any, ...], t: int) -> None:
     """RunState.host_step: the call of op host_i takes effect at t."""
-    OP, C, S, ST, BAR, HWAIT = st[0], st[2], st[4], st[5], st[12], st[13]
-    OI = st[20]
-    i = S[HOST_I]
-    h = OI[i, HOSTC]
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    streams = state[STREAMS]
+    barrier_ops = state[BARRIER_OPS]
+    host_wait = state[HOST_WAIT]
+    op_codes = state[OP_CODES]
+    i = scalars[HOST_I]
+    h = op_codes[i, HOSTC]
     if h == ENQ:
-        enqueue(st, i, t)
-        st[16][i] = t
+        enqueue(state, i, t)
+        state[ISSUE_END_TIMES][i] = t
         i += 1
-        S[HOST_I] = i
-        if i < C[N_OPS]:
-            S[HOST_T] = t + OP[i, COST]
-            if S[HOST_T] >= INF:
-                S[BAIL] = 1
+        scalars[HOST_I] = i
+        if i < config[N_OPS]:
+            scalars[HOST_T] = t + op_times[i, COST]
+            if scalars[HOST_T] >= INF:
+                scalars[BAIL] = 1
         else:
-            S[HOST_T] = INF
+            scalars[HOST_T] = INF
         return
     n_wait = 0
     busy = 0
-    if OI[i, RUN] >= 0:
+    if op_codes[i, RUN] >= 0:
         if h == ENQ_BARRIER:
-            set_barrier(st)
-        enqueue(st, i, t)
+            set_barrier(state)
+        enqueue(state, i, t)
         if h == ENQ_WAIT:
-            HWAIT[0] = i
+            host_wait[0] = i
             n_wait = 1
         elif h == ENQ_STAGE:
-            busy = OP[i, STAGE]
-            OP[i, READY] += OP[i, STAGE_OFF]  # the DMA waits for the first chunk (prepare)
+            busy = op_times[i, STAGE]
+            # The DMA waits for the first chunk (prepare).
+            op_times[i, READY] += op_times[i, STAGE_OFF]
         elif h == ENQ_BARRIER:
-            BAR[0] = i
-            S[BAR_N] = 1
-            S[BARRIER_ID] += 1
-            ST[S_QUIET, :] = 0
+            barrier_ops[0] = i
+            scalars[BAR_N] = 1
+            scalars[BARRIER_ID] += 1
+            streams[S_QUIET, :] = 0
     elif h == WAIT_STREAM:
-        s = OI[i, STREAM]
-        if s >= 0 and ST[S_TAIL, s] >= 0:
-            HWAIT[0] = ST[S_TAIL, s]
+        s = op_codes[i, STREAM]
+        if s >= 0 and streams[S_TAIL, s] >= 0:
+            host_wait[0] = streams[S_TAIL, s]
             n_wait = 1
     elif h == WAIT_EVENT:
-        r = OI[i, RECORD]
+        r = op_codes[i, RECORD]
         if r >= 0:
-            HWAIT[0] = r
+            host_wait[0] = r
             n_wait = 1
     elif h == WAIT_ALL:
-        for b in range(C[N_STREAMS]):
-            x = ST[S_TAIL, b]
+        for b in range(config[N_STREAMS]):
+            x = streams[S_TAIL, b]
             if x >= 0:
-                HWAIT[n_wait] = x
+                host_wait[n_wait] = x
                 n_wait += 1
     elif h == BUSY:
-        busy = OP[i, SOLO]
+        busy = op_times[i, SOLO]
     elif h == BARRIER:
-        set_barrier(st)
+        set_barrier(state)
     if n_wait:
-        S[HW_N] = n_wait
-        S[HOST_WAITING] = 1
-        S[HOST_T] = INF
-        check_host(st, t)
+        scalars[HW_N] = n_wait
+        scalars[HOST_WAITING] = 1
+        scalars[HOST_T] = INF
+        check_host(state, t)
     else:
         if t + busy >= INF:
-            S[BAIL] = 1
-        host_return(st, t + busy, -1)
+            scalars[BAIL] = 1
+        host_return(state, t + busy, -1)

@@ -2,15 +2,16 @@
 tables, event tags and codes (the same values as the Python engine's), and the clock's bounds.
 
 Numba reads module-level ints as compile-time constants, so the compiled functions index their
-tables with these names at no cost. Each table is one 2-D array, so that a function takes a
-handful of arrays, not dozens: the per-op tables (OP, OI, F) hold a row per op and a column per
-field (an op's fields share a cache line or two), the small ones (ST, Q, E, EF) a row per field
-and a column per stream, queue or copy engine.
+tables (and the state tuple) with these names at no cost. Each table is one 2-D array, so that a
+function takes a handful of arrays, not dozens: the per-op tables (op_times, op_codes,
+op_floats) hold a row per op and a column per field (an op's fields share a cache line or two),
+the small ones (streams, queues, copy_engines, copy_engine_floats) a row per field and a column
+per stream, queue or copy engine.
 """
 
 from __future__ import annotations
 
-# -- the clock -----------------------------------------------------------------------------------
+# -- the clock -------------------------------------------------------------------------------------
 #: The host's time while it waits or when it is done (state.INF).
 INF = 1 << 62
 #: The heap sentinel's time. The Python engine's NEVER (2**63) does not fit int64: int64's
@@ -20,12 +21,12 @@ NEVER = (1 << 63) - 1
 #: time below INF, a sum of a time and an input stays inside int64.
 INPUT_LIMIT = 1 << 61
 
-# -- heap event tags (simulator, blocks, copies, queues) -----------------------------------------
+# -- heap event tags (simulator, blocks, copies, queues) -------------------------------------------
 EV_BATCH, EV_COPY, EV_TIMER, EV_CALLBACK = 1, 2, 3, 4
 #: Heap entry width: (time, seq, tag, a, b).
-HW = 5
+HEAP_ENTRY = 5
 
-# -- plan codes (plan_model) -------------------------------------------------------------------
+# -- plan codes (plan_model) -----------------------------------------------------------------------
 RUN_COPY, RUN_SM, RUN_KERNEL, RUN_INSTANT, RUN_CALLBACK = range(5)
 ENQ, ENQ_WAIT, ENQ_STAGE, ENQ_BARRIER = 0, 1, 2, 3
 WAIT_STREAM, WAIT_EVENT, WAIT_ALL, BUSY, BARRIER = 4, 5, 6, 7, 8
@@ -38,23 +39,23 @@ H2D, D2H = 0, 1
 COPIES, BLOCKS = 1, 2  # dirty bits
 BATCH_DONE, KERNEL_DONE, SMS_IDLE = 0, 1, 2
 
-# -- per-op int64 table (OP) columns: times, costs and counts -------------------------------------
+# -- per-op int64 table (op_times) columns: times, costs and counts --------------------------------
 (
     COST, SOLO, STAGE, STAGE_OFF, READY, DONE, DSTART, WHEAD, WTAIL, W_SEQ, W_REM, W_RES,
     W_MAXRES,
 ) = range(13)  # fmt: skip
-N_OP_ROWS = 13
-# -- per-op int32 table (OI) columns: codes and op numbers (half the memory of int64 columns)
+N_OP_TIME_FIELDS = 13
+# -- per-op int32 table (op_codes) columns: codes and op numbers (half an int64 column's memory)
 (
     KIND, STREAM, QUEUE, RUN, HOSTC, NEXTQ, PREV, ORIGIN, RECORD, DLEN, GROUP, NEXTDEF,
     W_PRIO, W_COST, W_STARTED,
 ) = range(15)  # fmt: skip
-N_OI_ROWS = 15
-# -- per-op float64 table (F) columns: a kernel's (or SM copy's) ns per block and rounding carry
+N_OP_CODE_FIELDS = 15
+# -- per-op float64 table (op_floats) columns: a kernel's (or SM copy's) ns per block, carry
 W_BLOCK_NS, W_CARRY = range(2)
-N_OP_FROWS = 2
+N_OP_FLOAT_FIELDS = 2
 
-# -- scalars (S) ---------------------------------------------------------------------------------
+# -- scalars ---------------------------------------------------------------------------------------
 (
     HOST_I, HOST_T, DIRTY, HEAP_N, SEQ, WN_N, DP_N, EDGE_N, OCC_N, TODO_N, LAST_DEFAULT,
     BARRIER_ID, BAR_N, HOST_WAITING, HW_N, LK_OP, LK_STREAM, LK_GROUP, GROUP_N, FREE,
@@ -62,7 +63,7 @@ N_OP_FROWS = 2
 ) = range(27)  # fmt: skip
 N_SCALARS = 27
 
-# -- configuration (C: int64, CF: float64) -----------------------------------------------------
+# -- configuration (config: int64, config_floats: float64) -----------------------------------------
 (
     N_OPS, COMPUTE, SIGNAL, TRACK, LAT_ON, KTAIL, SM_COUNT, SLOTS_PER_SM, SLOTS, MAX_RES_K,
     SHARED, N_ENG, STICKY, OLDEST_FIRST, FLUID, PAIRED, SMC_COST, SMC_MAXRES, POOL_OF_H2D,
@@ -73,10 +74,10 @@ LAUNCH0 = LAT0 + 25  # 32 entries: launch latency per op kind code
 SYNC0 = LAUNCH0 + 32  # 9 entries: sync_return per host code
 REST0 = SYNC0 + 9  # 4 entries: rest after a copy, [direction * 2 + contended]
 N_CONFIG = REST0 + 4
-SLOWED0, FIXED0, FIXED_SLOWED0 = 0, 2, 4  # CF: two entries each, by direction
+SLOWED0, FIXED0, FIXED_SLOWED0 = 0, 2, 4  # config_floats: two each, by direction
 N_FCONFIG = 6
 
-# -- per-stream (ST), per-queue (Q), per-copy-engine (E, EF) rows ------------------------------
+# -- rows of the tables streams, queues, copy_engines and copy_engine_floats ---------------------
 S_CLASS, S_PRIO, S_TAIL, S_COVERED, S_SEEN_DEFAULT, S_SEEN_BARRIER, S_QUIET = range(7)
 N_STREAM_ROWS = 7
 Q_HEAD, Q_LEN, Q_LAST_STREAM, Q_PREV_POP, Q_PREV_POP_T = range(5)
@@ -85,11 +86,20 @@ N_QUEUE_ROWS = 5
  E_PARTNER) = range(10)  # fmt: skip
 N_ENGINE_ROWS = 10
 E_REMAINING, E_FACTOR = 0, 1
-# -- Fermi completion groups (GR): running members, deferred ops' list head and tail
+# -- Fermi completion groups (groups): running members, deferred ops' list head and tail
 G_COUNT, G_HEAD, G_TAIL = range(3)
 
-# -- growable buffers (the list G): heap, waiter nodes, dependency pool, edges, occupancy, todo
+# -- growable buffers (the list ``buffers``): heap, waiter nodes, dependency pool, edges,
+# occupancy, to-do stack
 HEAP, WNODES, DPOOL, EDGES, OCC, TODO = range(6)
 
-# -- what a compiled run returns -----------------------------------------------------------------
+# -- the state tuple's slots: the tables, the growable buffers and the run's output columns, as
+# run_chunk passes them to every compiled function (state[SCALARS] is the scalars table)
+(
+    OP_TIMES, OP_FLOATS, CONFIG, CONFIG_FLOATS, SCALARS, STREAMS, QUEUES, COPY_ENGINES,
+    COPY_ENGINE_FLOATS, POOL_TIMES, POOL_OPS, PENDING_KERNELS, BARRIER_OPS, HOST_WAIT, GROUPS,
+    BUFFERS, ISSUE_END_TIMES, START_TIMES, END_TIMES, OP_ENGINES, OP_CODES,
+) = range(21)  # fmt: skip
+
+# -- what a compiled run returns -------------------------------------------------------------------
 DONE_STATUS, MORE, OUT_OF_RANGE = 0, 1, 2

@@ -20,12 +20,18 @@ from swimlanes.engine.core.host import finish, host_step, to_engine
 from swimlanes.engine.core.layout import (
     BAIL,
     BLOCKS,
+    BUFFERS,
+    CONFIG,
+    CONFIG_FLOATS,
     COPIES,
+    COPY_ENGINE_FLOATS,
+    COPY_ENGINES,
     COST,
     DIRTY,
     DONE,
     DONE_STATUS,
     E_VERSION,
+    END_TIMES,
     ENQ,
     EV_BATCH,
     EV_COPY,
@@ -35,24 +41,36 @@ from swimlanes.engine.core.layout import (
     HOST_T,
     HOSTC,
     INF,
+    ISSUE_END_TIMES,
     KIND,
     LAUNCH0,
     MORE,
     N_OPS,
     NEXTQ,
+    OP_CODES,
+    OP_ENGINES,
+    OP_FLOATS,
+    OP_TIMES,
     OUT_OF_RANGE,
+    PENDING_KERNELS,
     POOL_N,
     POOL_N_D2H,
+    POOL_OPS,
+    POOL_TIMES,
     Q_HEAD,
     Q_LEN,
     QUEUE,
+    QUEUES,
     READY,
     RUN,
     S_QUIET,
     S_TAIL,
+    SCALARS,
     SIGNAL,
     SMS_IDLE,
+    START_TIMES,
     STREAM,
+    STREAMS,
     TODO_N,
     TRACK,
 )
@@ -60,7 +78,7 @@ from swimlanes.engine.core.queues import drain, examine, release
 
 
 @njit(cache=True)
-def run_steps(st: tuple[Any, ...], budget: int) -> int:
+def run_steps(state: tuple[Any, ...], budget: int) -> int:
     """Run the event loop for at most ``budget`` steps: DONE_STATUS when the host is done (or
     waits) and nothing on the device happens before INF, MORE when the budget ran out,
     OUT_OF_RANGE when a time reached INF (the Python engine then runs the pipeline).
@@ -68,101 +86,148 @@ def run_steps(st: tuple[Any, ...], budget: int) -> int:
     Long on purpose, as _Run.loop (whose structure it keeps, step for step, so that events get
     the same sequence numbers): the per-op paths (a plain async call, a copy or kernel
     finishing) are inline; the general cases go through host_step / drain / finish."""
-    OP, C, S, ST, Q, E, G = st[0], st[2], st[4], st[5], st[6], st[7], st[15]
-    OI = st[20]
-    issue_end, end, engine = st[16], st[18], st[19]
-    plain = not (C[SIGNAL] or C[TRACK])
-    n = C[N_OPS]
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    streams = state[STREAMS]
+    queues = state[QUEUES]
+    copy_engines = state[COPY_ENGINES]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
+    issue_end = state[ISSUE_END_TIMES]
+    end = state[END_TIMES]
+    engine = state[OP_ENGINES]
+    plain = not (config[SIGNAL] or config[TRACK])
+    n = config[N_OPS]
     for _ in range(budget):
-        if S[BAIL]:
+        if scalars[BAIL]:
             return OUT_OF_RANGE
-        te = G[HEAP][0]
-        t = S[HOST_T]
+        te = buffers[HEAP][0]
+        t = scalars[HOST_T]
         if t <= te:
-            i = S[HOST_I]
-            if OI[i, HOSTC] != ENQ or not ST[S_QUIET, OI[i, STREAM]]:
+            i = scalars[HOST_I]
+            if op_codes[i, HOSTC] != ENQ or not streams[S_QUIET, op_codes[i, STREAM]]:
                 if t >= INF:  # the host is done (or waits) and so is the device
                     return DONE_STATUS
-                host_step(st, t)
+                host_step(state, t)
             else:
                 # The fast path of host_step + enqueue (a plain async call on a quiet stream),
                 # call after call until the next device event or work for the engines.
-                stop = S[DIRTY] != 0
+                stop = scalars[DIRTY] != 0
                 while True:
-                    ST[S_TAIL, OI[i, STREAM]] = i
-                    q = OI[i, QUEUE]
-                    OP[i, READY] = t + C[LAUNCH0 + OI[i, KIND]]
-                    queued = Q[Q_LEN, q]
+                    streams[S_TAIL, op_codes[i, STREAM]] = i
+                    q = op_codes[i, QUEUE]
+                    op_times[i, READY] = t + config[LAUNCH0 + op_codes[i, KIND]]
+                    queued = queues[Q_LEN, q]
                     if queued:
-                        Q[Q_LEN, q] = queued + 1
+                        queues[Q_LEN, q] = queued + 1
                     else:
                         stop = True
-                        Q[Q_LEN, q] = 1
-                        Q[Q_HEAD, q] = i
-                        examine(st, q, t)
+                        queues[Q_LEN, q] = 1
+                        queues[Q_HEAD, q] = i
+                        examine(state, q, t)
                     issue_end[i] = t
                     i += 1
-                    next_t = t + OP[i, COST]
-                    if stop or next_t > te or OI[i, HOSTC] != ENQ or not ST[S_QUIET, OI[i, STREAM]]:
+                    next_t = t + op_times[i, COST]
+                    if (
+                        stop
+                        or next_t > te
+                        or op_codes[i, HOSTC] != ENQ
+                        or not streams[S_QUIET, op_codes[i, STREAM]]
+                    ):
                         break
                     t = next_t
-                S[HOST_I] = i
-                S[HOST_T] = next_t
+                scalars[HOST_I] = i
+                scalars[HOST_T] = next_t
                 if i < n and next_t >= INF:
-                    S[BAIL] = 1
-                if not (S[TODO_N] or S[DIRTY]):
+                    scalars[BAIL] = 1
+                if not (scalars[TODO_N] or scalars[DIRTY]):
                     continue
         else:
-            t, _seq, tag, a, b = pop(G, S)
+            t, _seq, tag, a, b = pop(buffers, scalars)
             if tag == EV_TIMER:
-                queued = Q[Q_LEN, a]
-                if b >= 0 and queued and Q[Q_HEAD, a] == b:
+                queued = queues[Q_LEN, a]
+                if b >= 0 and queued and queues[Q_HEAD, a] == b:
                     # The hinted head leaves now (see queues.make_release).
                     queued -= 1
-                    Q[Q_LEN, a] = queued
+                    queues[Q_LEN, a] = queued
                     if queued:
-                        Q[Q_HEAD, a] = OI[b, NEXTQ]
-                    to_engine(st, OI[b, RUN], b, t)
+                        queues[Q_HEAD, a] = op_codes[b, NEXTQ]
+                    to_engine(state, op_codes[b, RUN], b, t)
                     if queued:  # the next op waits for it: re-examine then
-                        add_waiter(OP, G, S, b, a)
+                        add_waiter(op_times, buffers, scalars, b, a)
                 else:
-                    todo_push(G, S, a)
+                    todo_push(buffers, scalars, a)
             elif tag == EV_COPY:
-                if b != E[E_VERSION, a]:  # stale: the copy's speed changed since
+                if b != copy_engines[E_VERSION, a]:  # stale: the copy's speed changed since
                     if b < 0:  # the engine's rest is over
-                        S[DIRTY] |= COPIES
-                    elif not S[DIRTY]:
+                        scalars[DIRTY] |= COPIES
+                    elif not scalars[DIRTY]:
                         continue
                 else:
-                    op = copies_finish(C, st[3], S, E, st[8], G, a, t)
+                    op = copies_finish(
+                        config,
+                        state[CONFIG_FLOATS],
+                        scalars,
+                        copy_engines,
+                        state[COPY_ENGINE_FLOATS],
+                        buffers,
+                        a,
+                        t,
+                    )
                     engine[op] = a
                     end[op] = t
-                    OP[op, DONE] = t
-                    release(st, op, t)
-                    S[DIRTY] |= COPIES
+                    op_times[op, DONE] = t
+                    release(state, op, t)
+                    scalars[DIRTY] |= COPIES
             elif tag == EV_BATCH:
-                ended = batch_end(OP, OI, S, st[11], G, a, b, t)
+                ended = batch_end(
+                    op_times, op_codes, scalars, state[PENDING_KERNELS], buffers, a, b, t
+                )
                 if ended != SMS_IDLE:
-                    S[DIRTY] |= BLOCKS
+                    scalars[DIRTY] |= BLOCKS
                 if ended:
                     if plain:
                         end[a] = t
-                        OP[a, DONE] = t
-                        release(st, a, t)
+                        op_times[a, DONE] = t
+                        release(state, a, t)
                     else:
-                        finish(st, a, t)
+                        finish(state, a, t)
             else:
-                finish(st, a, t)
-        if S[TODO_N]:
-            drain(st, t)
-        if S[DIRTY] and G[HEAP][0] > t and S[HOST_T] > t:
+                finish(state, a, t)
+        if scalars[TODO_N]:
+            drain(state, t)
+        if scalars[DIRTY] and buffers[HEAP][0] > t and scalars[HOST_T] > t:
             # Nothing else happens at t: idle engines pick their next work.
-            dirty = S[DIRTY]
-            S[DIRTY] = 0
-            if dirty & COPIES and (S[POOL_N] or S[POOL_N_D2H]):
-                copies_dispatch(OP, OI, C, st[3], S, E, st[8], st[9], st[10], G, st[17], t)
+            dirty = scalars[DIRTY]
+            scalars[DIRTY] = 0
+            if dirty & COPIES and (scalars[POOL_N] or scalars[POOL_N_D2H]):
+                copies_dispatch(
+                    op_times,
+                    op_codes,
+                    config,
+                    state[CONFIG_FLOATS],
+                    scalars,
+                    copy_engines,
+                    state[COPY_ENGINE_FLOATS],
+                    state[POOL_TIMES],
+                    state[POOL_OPS],
+                    buffers,
+                    state[START_TIMES],
+                    t,
+                )
             if dirty & BLOCKS:
-                blocks_dispatch(OP, OI, st[1], C, S, st[11], G, st[17], t)
+                blocks_dispatch(
+                    op_times,
+                    op_codes,
+                    state[OP_FLOATS],
+                    config,
+                    scalars,
+                    state[PENDING_KERNELS],
+                    buffers,
+                    state[START_TIMES],
+                    t,
+                )
     return MORE
 
 
@@ -177,14 +242,24 @@ def run_chunk(
     growable ``buffers`` and the run's ``outputs`` columns; returns the status and the buffers
     (which it may have replaced by bigger ones). The tables and columns are borrowed (see
     borrow.py): the caller holds them."""
-    OP, OI, F, C, CF, S, ST, Q, E, EF, PT, PO, PEND, BAR, HWAIT, GR = tables
+    (
+        op_times, op_codes, op_floats, config, config_floats, scalars, streams, queues,
+        copy_engines, copy_engine_floats, pool_times, pool_ops, pending_kernels, barrier_ops,
+        host_wait, groups,
+    ) = tables  # fmt: skip
     issue_end, start, end, engine = outputs
-    G = [buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5]]
-    st = (
-        borrowed(OP), borrowed(F), borrowed(C), borrowed(CF), borrowed(S), borrowed(ST),
-        borrowed(Q), borrowed(E), borrowed(EF), borrowed(PT), borrowed(PO), borrowed(PEND),
-        borrowed(BAR), borrowed(HWAIT), borrowed(GR), G, borrowed(issue_end), borrowed(start),
-        borrowed(end), borrowed(engine), borrowed(OI),
+    buffer_list = [buffers[0], buffers[1], buffers[2], buffers[3], buffers[4], buffers[5]]
+    # In the order of layout's state slots (OP_TIMES, OP_FLOATS, ..., OP_CODES).
+    state = (
+        borrowed(op_times), borrowed(op_floats), borrowed(config), borrowed(config_floats),
+        borrowed(scalars), borrowed(streams), borrowed(queues), borrowed(copy_engines),
+        borrowed(copy_engine_floats), borrowed(pool_times), borrowed(pool_ops),
+        borrowed(pending_kernels), borrowed(barrier_ops), borrowed(host_wait), borrowed(groups),
+        buffer_list, borrowed(issue_end), borrowed(start), borrowed(end), borrowed(engine),
+        borrowed(op_codes),
     )  # fmt: skip
-    status = run_steps(st, budget)
-    return status, G[0], G[1], G[2], G[3], G[4], G[5]
+    status = run_steps(state, budget)
+    return (
+        status, buffer_list[0], buffer_list[1], buffer_list[2], buffer_list[3], buffer_list[4],
+        buffer_list[5],
+    )  # fmt: skip

@@ -11,17 +11,22 @@ from numba import njit
 from swimlanes.engine.core.buffers import add_waiter, edge, push, todo_push, waiters_to_todo
 from swimlanes.engine.core.host import check_host, to_engine
 from swimlanes.engine.core.layout import (
+    BUFFERS,
+    CONFIG,
     DEP_QUEUE,
     DLEN,
     DONE,
     DPOOL,
     DSTART,
+    END_TIMES,
     EV_TIMER,
     HOST,
     HOST_WAITING,
     LAT0,
     LAT_ON,
     NEXTQ,
+    OP_CODES,
+    OP_TIMES,
     ORIGIN,
     PREV,
     Q_HEAD,
@@ -29,11 +34,14 @@ from swimlanes.engine.core.layout import (
     Q_LEN,
     Q_PREV_POP,
     Q_PREV_POP_T,
+    QUEUES,
     READY,
     RUN,
     RUN_INSTANT,
     RUN_KERNEL,
+    SCALARS,
     SIGNAL,
+    START_TIMES,
     STREAM,
     TODO,
     TODO_N,
@@ -44,199 +52,213 @@ from swimlanes.engine.core.layout import (
 
 
 @njit(cache=True)
-def _last_done(OP: np.ndarray, pool: np.ndarray, first: int, count: int) -> int:
+def _last_done(op_times: np.ndarray, pool: np.ndarray, first: int, count: int) -> int:
     """max(deps, key=done): the first of the dependencies done last."""
     best = pool[first]
     for k in range(first + 1, first + count):
-        if OP[pool[k], DONE] > OP[best, DONE]:
+        if op_times[pool[k], DONE] > op_times[best, DONE]:
             best = pool[k]
     return best
 
 
 @njit(cache=True)
-def examine(st: tuple[Any, ...], q: int, t: int) -> None:
+def examine(state: tuple[Any, ...], q: int, t: int) -> None:
     """Send queue q's runnable head ops to their engines, from the head on (make_drain's
     examine; one loop, as there: it runs about twice per op)."""
-    OP, C, S, Q, G = st[0], st[2], st[4], st[6], st[15]
-    OI = st[20]
-    lat_on, track = C[LAT_ON], C[TRACK]
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    queues = state[QUEUES]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
+    lat_on, track = config[LAT_ON], config[TRACK]
     one_stream = not track
-    inline_instant = not C[SIGNAL]
-    while Q[Q_LEN, q] > 0:
-        i = Q[Q_HEAD, q]
-        ready = OP[i, READY]
+    inline_instant = not config[SIGNAL]
+    while queues[Q_LEN, q] > 0:
+        i = queues[Q_HEAD, q]
+        ready = op_times[i, READY]
         blocked = -1
-        first = OP[i, DSTART]
+        first = op_times[i, DSTART]
         count = 0
-        pool = G[DPOOL]
+        pool = buffers[DPOOL]
         if first < 0:  # it waits for its stream predecessor alone (if any)
-            d = OI[i, PREV]
-            td = OP[d, DONE] if d >= 0 else 0
+            d = op_codes[i, PREV]
+            td = op_times[d, DONE] if d >= 0 else 0
             if td < 0:
                 blocked = d
             elif lat_on and d >= 0:
-                row = OI[i, ORIGIN] + 1
+                row = op_codes[i, ORIGIN] + 1
                 if row:  # runs on an engine: wait out the dependency's latency
-                    td += C[LAT0 + (OI[d, ORIGIN] + 1) * 5 + row]
+                    td += config[LAT0 + (op_codes[d, ORIGIN] + 1) * 5 + row]
                     if td > ready:
                         ready = td
                 else:  # an event op: takes the engine class of what released it
-                    OI[i, ORIGIN] = OI[d, ORIGIN]
+                    op_codes[i, ORIGIN] = op_codes[d, ORIGIN]
         else:
-            count = OI[i, DLEN]
+            count = op_codes[i, DLEN]
             for k in range(first, first + count):
-                if OP[pool[k], DONE] < 0:
+                if op_times[pool[k], DONE] < 0:
                     blocked = pool[k]
                     break
             if blocked < 0 and lat_on and count:
-                row = OI[i, ORIGIN] + 1
+                row = op_codes[i, ORIGIN] + 1
                 if row:
                     for k in range(first, first + count):
                         d = pool[k]
-                        td = OP[d, DONE] + C[LAT0 + (OI[d, ORIGIN] + 1) * 5 + row]
+                        td = op_times[d, DONE] + config[LAT0 + (op_codes[d, ORIGIN] + 1) * 5 + row]
                         if td > ready:
                             ready = td
                 else:
-                    OI[i, ORIGIN] = OI[_last_done(OP, pool, first, count), ORIGIN]
+                    op_codes[i, ORIGIN] = op_codes[_last_done(op_times, pool, first, count), ORIGIN]
         if blocked < 0:
             if ready > t:  # its dependencies are done: ready is exact
-                hint = i if one_stream and OI[i, RUN] <= RUN_KERNEL else -1
-                push(G, S, ready, EV_TIMER, q, hint)
+                hint = i if one_stream and op_codes[i, RUN] <= RUN_KERNEL else -1
+                push(buffers, scalars, ready, EV_TIMER, q, hint)
                 break
-            left = Q[Q_LEN, q] - 1  # i leaves the queue
-            Q[Q_LEN, q] = left
+            left = queues[Q_LEN, q] - 1  # i leaves the queue
+            queues[Q_LEN, q] = left
             if left:
-                Q[Q_HEAD, q] = OI[i, NEXTQ]
+                queues[Q_HEAD, q] = op_codes[i, NEXTQ]
             if track:
-                note_queue_delay(st, q, i, ready, t)
-            r = OI[i, RUN]
+                note_queue_delay(state, q, i, ready, t)
+            r = op_codes[i, RUN]
             if r == RUN_INSTANT and inline_instant:
-                st[17][i] = t
-                st[18][i] = t
-                OP[i, DONE] = t
-                waiters_to_todo(OP, G, S, i)
+                state[START_TIMES][i] = t
+                state[END_TIMES][i] = t
+                op_times[i, DONE] = t
+                waiters_to_todo(op_times, buffers, scalars, i)
                 continue
-            to_engine(st, r, i, t)
-            if not (one_stream and left and OP[i, DONE] < 0):
+            to_engine(state, r, i, t)
+            if not (one_stream and left and op_times[i, DONE] < 0):
                 continue
             blocked = i
-        add_waiter(OP, G, S, blocked, q)  # re-examine q when it completes
+        add_waiter(op_times, buffers, scalars, blocked, q)  # re-examine q when it completes
         break
 
 
 @njit(cache=True)
-def note_queue_delay(st: tuple[Any, ...], q: int, i: int, ready: int, t: int) -> None:
+def note_queue_delay(state: tuple[Any, ...], q: int, i: int, ready: int, t: int) -> None:
     """QueueDrain.note_queue_delay: a "queue" edge when another stream's op held i back."""
-    OP, S, Q, G = st[0], st[4], st[6], st[15]
-    OI = st[20]
-    s = OI[i, STREAM]
-    prev = Q[Q_LAST_STREAM, q]
-    Q[Q_LAST_STREAM, q] = s
-    if prev < 0 or prev == s or Q[Q_PREV_POP_T, q] != t:
-        Q[Q_PREV_POP, q] = i
-        Q[Q_PREV_POP_T, q] = t
+    op_times = state[OP_TIMES]
+    scalars = state[SCALARS]
+    queues = state[QUEUES]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
+    s = op_codes[i, STREAM]
+    prev = queues[Q_LAST_STREAM, q]
+    queues[Q_LAST_STREAM, q] = s
+    if prev < 0 or prev == s or queues[Q_PREV_POP_T, q] != t:
+        queues[Q_PREV_POP, q] = i
+        queues[Q_PREV_POP_T, q] = t
         return
-    first = OP[i, DSTART]
+    first = op_times[i, DSTART]
     most = 0
     if first < 0:
-        d = OI[i, PREV]
+        d = op_codes[i, PREV]
         if d >= 0:
-            most = OP[d, DONE]
+            most = op_times[d, DONE]
     else:
-        pool = G[DPOOL]
-        for k in range(first, first + OI[i, DLEN]):
-            td = OP[pool[k], DONE]
+        pool = buffers[DPOOL]
+        for k in range(first, first + op_codes[i, DLEN]):
+            td = op_times[pool[k], DONE]
             if k == first or td > most:
                 most = td
     own = ready if ready > most else most
     if own < t:
-        edge(G, S, Q[Q_PREV_POP, q], i, DEP_QUEUE)
-    Q[Q_PREV_POP, q] = i
-    Q[Q_PREV_POP_T, q] = t
+        edge(buffers, scalars, queues[Q_PREV_POP, q], i, DEP_QUEUE)
+    queues[Q_PREV_POP, q] = i
+    queues[Q_PREV_POP_T, q] = t
 
 
 @njit(cache=True)
-def release(st: tuple[Any, ...], i: int, t: int) -> None:
+def release(state: tuple[Any, ...], i: int, t: int) -> None:
     """Op i, just done at t, releases the queues waiting for it (make_release: with
     dependency latencies each is woken when its head's latency on i has passed; without,
     examined at once)."""
-    OP, C, S, Q, G = st[0], st[2], st[4], st[6], st[15]
-    OI = st[20]
-    k = OP[i, WHEAD]
-    OP[i, WHEAD] = -1
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    queues = state[QUEUES]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
+    k = op_times[i, WHEAD]
+    op_times[i, WHEAD] = -1
     if k < 0:
         return
-    wn = G[WNODES]
-    if not C[LAT_ON]:
+    wn = buffers[WNODES]
+    if not config[LAT_ON]:
         while k >= 0:
-            todo_push(G, S, wn[2 * k])
+            todo_push(buffers, scalars, wn[2 * k])
             k = wn[2 * k + 1]
         return
     single = wn[2 * k + 1] < 0
-    base = (OI[i, ORIGIN] + 1) * 5
-    hints = not C[TRACK]
+    base = (op_codes[i, ORIGIN] + 1) * 5
+    hints = not config[TRACK]
     while k >= 0:
         q = wn[2 * k]
         k = wn[2 * k + 1]
-        if q != HOST and Q[Q_LEN, q]:
-            head = Q[Q_HEAD, q]
-            row = OI[head, ORIGIN] + 1
-            delay = C[LAT0 + base + row]
+        if q != HOST and queues[Q_LEN, q]:
+            head = queues[Q_HEAD, q]
+            row = op_codes[head, ORIGIN] + 1
+            delay = config[LAT0 + base + row]
             if delay:
                 when = t + delay
                 hint = -1
-                if hints and OI[head, RUN] <= RUN_KERNEL:
-                    hint = _hint(st, head, i, row, when)
-                push(G, S, when, EV_TIMER, q, hint)
+                if hints and op_codes[head, RUN] <= RUN_KERNEL:
+                    hint = _hint(state, head, i, row, when)
+                push(buffers, scalars, when, EV_TIMER, q, hint)
                 continue
             if single:
-                examine(st, q, t)
+                examine(state, q, t)
                 return
-        todo_push(G, S, q)
+        todo_push(buffers, scalars, q)
 
 
 @njit(cache=True)
-def _hint(st: tuple[Any, ...], head: int, i: int, row: int, when: int) -> int:
+def _hint(state: tuple[Any, ...], head: int, i: int, row: int, when: int) -> int:
     """make_release's hint: head, if it may leave its queue at ``when`` (drain's examination,
     done now), else -1."""
-    OP, C, G = st[0], st[2], st[15]
-    OI = st[20]
-    first = OP[head, DSTART]
-    if first < 0 and OI[head, PREV] == i:  # it waits for i alone, done now
-        return head if OP[head, READY] <= when else -1
-    ready = OP[head, READY]
+    op_times = state[OP_TIMES]
+    config = state[CONFIG]
+    buffers = state[BUFFERS]
+    op_codes = state[OP_CODES]
+    first = op_times[head, DSTART]
+    if first < 0 and op_codes[head, PREV] == i:  # it waits for i alone, done now
+        return head if op_times[head, READY] <= when else -1
+    ready = op_times[head, READY]
     if first < 0:
-        d = OI[head, PREV]
+        d = op_codes[head, PREV]
         if d >= 0:
-            td = OP[d, DONE]
+            td = op_times[d, DONE]
             if td < 0:
                 return -1
-            td += C[LAT0 + (OI[d, ORIGIN] + 1) * 5 + row]
+            td += config[LAT0 + (op_codes[d, ORIGIN] + 1) * 5 + row]
             if td > ready:
                 ready = td
     else:
-        pool = G[DPOOL]
-        for k in range(first, first + OI[head, DLEN]):
+        pool = buffers[DPOOL]
+        for k in range(first, first + op_codes[head, DLEN]):
             d = pool[k]
-            td = OP[d, DONE]
+            td = op_times[d, DONE]
             if td < 0:
                 return -1
-            td += C[LAT0 + (OI[d, ORIGIN] + 1) * 5 + row]
+            td += config[LAT0 + (op_codes[d, ORIGIN] + 1) * 5 + row]
             if td > ready:
                 ready = td
     return head if ready <= when else -1
 
 
 @njit(cache=True)
-def drain(st: tuple[Any, ...], t: int) -> None:
+def drain(state: tuple[Any, ...], t: int) -> None:
     """Let every queue on the to-do stack send its runnable heads to their engines."""
-    S, G = st[4], st[15]
-    while S[TODO_N] > 0:
-        n = S[TODO_N] - 1
-        S[TODO_N] = n
-        q = G[TODO][n]
+    scalars = state[SCALARS]
+    buffers = state[BUFFERS]
+    while scalars[TODO_N] > 0:
+        n = scalars[TODO_N] - 1
+        scalars[TODO_N] = n
+        q = buffers[TODO][n]
         if q == HOST:
-            if S[HOST_WAITING]:
-                check_host(st, t)
+            if scalars[HOST_WAITING]:
+                check_host(state, t)
         else:
-            examine(st, q, t)
+            examine(state, q, t)
