@@ -234,8 +234,8 @@ def _run_chunks(
 def start_warming() -> bool:
     """Start a background process, at low priority, that compiles the loop into numba's
     cache if it is not there yet, unless SWIMLANES_ENGINE is ``python``, the loop is loaded
-    in this process already, or numba is missing. Returns whether one was started. (The app calls this once at start-up; the
-    command-line tools never do.)"""
+    in this process already, or numba is missing. Returns whether one was started. (The app
+    calls this once at start-up; the command-line tools never do.)"""
     import importlib.util
     import subprocess
     import sys

@@ -109,7 +109,7 @@ def choose_copy(
     scalars: np.ndarray,
     pool_times: np.ndarray,
     pool_ops: np.ndarray,
-    pool: np.ndarray,
+    pool: int,
     last_stream: int,
 ) -> int:
     """copies.choose_copy: the ready copy an idle engine takes (keys are unique by op, so

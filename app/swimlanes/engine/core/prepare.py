@@ -44,7 +44,7 @@ class State:
 
     @property
     def scalars(self) -> np.ndarray:
-        return self.tables[5]
+        return self.tables[5]  # (the sixth of the order above)
 
 
 class OutOfReach(Exception):
