@@ -301,3 +301,28 @@ def test_measured_calls_of_staging_copies_agree(preset: str) -> None:
     sim = simulate(pipeline, preset)
     # The first call lasts what it was measured to last (the preset's cost is shorter).
     assert sim.issue_end[0] - sim.issue_start[0] == 487_500
+
+
+@pytest.mark.parametrize("preset", PRESETS)
+def test_a_measured_copy_out_sets_when_a_pageable_d2h_returns(preset: str) -> None:
+    """A captured pageable D2H's ``copy_out_us`` is its call's time after its DMA (copying
+    out, returning): both engines return the call that long after the DMA, on any preset, at
+    least the preset's return of a copy call; without it, the model's copy-out."""
+    mib = 1 << 20
+    pipeline = Pipeline(
+        name="measured copy-out",
+        streams=[Stream("a")],
+        program=[
+            Op("d2h", stream="a", bytes=4 * mib, host_memory="pageable", copy_out_us=1661.0),
+            Op("d2h", stream="a", bytes=4 * mib, host_memory="pageable", copy_out_us=0.0),
+            Op("d2h", stream="a", bytes=4 * mib, host_memory="pageable", is_async=False,
+               copy_out_us=91.0),
+            Op("d2h", stream="a", bytes=4 * mib, copy_out_us=91.0),  # pinned: none to replay
+            Op("device_sync"),
+        ],
+    )  # fmt: skip
+    assert_same(pipeline, preset)
+    tl, back = simulate(pipeline, preset), get_preset(preset).sync_return_ns("sync_copy")
+    tails = (tl.issue_end - tl.end).tolist()
+    assert tails[:3] == [max(1_661_000, back), back, max(91_000, back)]
+    assert tails[3] < 0  # an async pinned copy's call returned before it ran

@@ -32,15 +32,6 @@ SETS = [
 ]
 #: Replays that miss, and why (strict: they must fail, so a fix shows).
 KNOWN_MISSES = {
-    ("captures", "swimming_in_streams-blocking"): (
-        "+6.2%: its 30 pageable D2H calls return 79 us after their DMA (copying the last 2 MiB "
-        "chunk out); the preset's copy-out rate, calibrated from whole pageable calls, makes "
-        "that 242 us"
-    ),
-    ("h100-2026-11-25-0421", "swimming_in_streams-blocking"): (
-        "+5.9%: its pageable D2H calls returned 91 us (median) after their DMA (the first two "
-        "1.4 and 1.7 ms: first use of fresh pages); the preset's copy-out makes that 277 us"
-    ),
     ("h100-2026-11-25-0421", "numba_streams-chunks"): (
         "+9.6%: this calibration gives H2D copies a 25% slowdown against D2H ones (its pair of "
         "256 MiB copies showed 26%); the program's overlapped 16 MiB copies ran about 12% slower"

@@ -58,6 +58,12 @@ def test_copies_that_ran_alone_keep_their_measured_device_time() -> None:
     )
     rebuilt, copies = _rebuilt_copies(tl)
     assert [op.duration_us for op in copies] == [123.457, 124.457, 125.457, 126.457, 127.457]
+    # The pageable D2H's host time after its DMA (copying out, returning): its call ended
+    # 200 us after it began, its DMA 133.457 us after.
+    assert [op.copy_out_us for op in copies] == [66.543, None, None, None, None]
+    sim = simulate(rebuilt.pipeline, "h200")
+    d2h = rebuilt.pipeline.program.index(copies[0])
+    assert sim.issue_end[d2h] - sim.end[d2h] == 66_543
     assert [op.host_memory for op in copies] == ["pageable"] * 3 + ["pinned"] * 2
     # Calls that wait for the device keep the preset's cost; the async pageable H2D's call
     # staged its data: it keeps the call's measured time, staging included.
@@ -108,7 +114,9 @@ def test_editing_a_rebuilt_copy_drops_the_time_it_was_measured_with() -> None:
     rebuilt, (pageable, pinned, staged) = _rebuilt_copies(tl)
     pipeline = rebuilt.pipeline
     # Another memory: its device time was the old memory's.
-    assert host_memory_changes(pageable, "pinned") == {"host_memory": "pinned", "duration_us": None}
+    assert host_memory_changes(pageable, "pinned") == {
+        "host_memory": "pinned", "duration_us": None, "copy_out_us": None,
+    }  # fmt: skip
     assert host_memory_changes(pinned, "pinned") == {"host_memory": "pinned"}
     # An H2D that starts or stops staging on its call: its call's time was that call's.
     assert host_memory_changes(pinned, "pageable") == {

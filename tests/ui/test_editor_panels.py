@@ -315,3 +315,13 @@ def test_pasting_deeply_nested_text_is_refused_cleanly() -> None:
     text = '{"format": "swimlanes-ops", "ops": ' + "[" * 100_000 + "]" * 100_000 + "}"
     with pytest.raises(EditError, match="no Swimlanes ops"):
         ops_from_json(text, sample(), None)
+
+
+def test_a_captured_copy_out_shows_in_its_program_line() -> None:
+    """A rebuilt pageable D2H's measured copy-out, which sets when its call returns, is not
+    hidden: its program line says it."""
+    from swimlanes.model.document import Op, Pipeline
+
+    d2h = Op("d2h", bytes=4 << 20, host_memory="pageable", duration_us=273.2, copy_out_us=91.0)
+    [line] = program_lines(Pipeline(name="copy out", program=[d2h]))
+    assert "// pageable, 273.2 us, 91 us copying out" in line, line

@@ -54,6 +54,7 @@ __all__ = [
 ]  # fmt: skip
 
 _CALL_US = operator.attrgetter("call_us")
+_COPY_OUT_US = operator.attrgetter("copy_out_us")
 #: The per-op int columns of a Plan that the Timeline (and the simulator's queue set-up) need,
 #: in these dtypes.
 _TIMELINE_DTYPES = {
@@ -171,6 +172,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     if any(x is not None for x in stage):
         plan.stage = list(map(stage.__getitem__, ids))  # type: ignore[arg-type]
     _measured_calls(plan, program, gap)
+    _measured_copy_outs(plan, program, preset)
     return plan
 
 
@@ -188,6 +190,20 @@ def _measured_calls(plan: Plan, program: list[Op], gap: int) -> None:
             plan.stage[i] = max(0, call - (plan.cost[i] - gap))
         else:
             plan.cost[i] = gap + call
+
+
+def _measured_copy_outs(plan: Plan, program: list[Op], preset: DevicePreset) -> None:
+    """A pageable D2H with its measured ``copy_out_us`` returns that long after its DMA ended
+    (at least the preset's return of a copy call), instead of after the modelled copy-out."""
+    measured = [(i, c) for i, c in enumerate(map(_COPY_OUT_US, program)) if c is not None]
+    if not measured:
+        return
+    if not plan.stage:  # (no op stages or copies out by the model: a list to hold these)
+        plan.stage = [None] * len(plan.cost)
+    back = preset.sync_return_ns("sync_copy")
+    for i, copy_out_us in measured:
+        if plan.host[i] == ENQ_WAIT and program[i].effective_host_memory == "pageable":
+            plan.stage[i] = max(0, round(copy_out_us * 1000.0) - back)
 
 
 def _repeat_costs(

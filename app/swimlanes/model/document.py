@@ -194,6 +194,10 @@ class Op:
     #: the device preset's issue cost for this call, so that a rebuilt program keeps its pace
     #: (an async pageable H2D's covers its staging too: see ``stages_on_call``).
     call_us: float | None = None
+    #: A pageable D2H's host time from the end of its DMA to its call's return (copying the
+    #: last chunk out of the driver's staging buffer, then returning), measured (a captured
+    #: program's): it replaces the preset's copy-out and return for this call.
+    copy_out_us: float | None = None
     #: The host thread (named by its device) that issues a host-only op (``host``,
     #: ``event_sync``, ``device_sync``, ``malloc``, ``free``); None: the first device's. Ops on
     #: a stream are issued by the thread of the stream's device.

@@ -109,8 +109,11 @@ def host_memory_changes(op: Op, memory: str) -> dict[str, Any]:
     says pinned memory saves, not nothing). Setting the memory it already has keeps it.
     """
     changes: dict[str, Any] = {"host_memory": memory}
-    if op.duration_us is not None and memory != op.effective_host_memory:
-        changes["duration_us"] = None
+    if memory != op.effective_host_memory:
+        # (a measured copy-out is pageable memory's alone: a pinned copy has none)
+        for key in ("duration_us", "copy_out_us"):
+            if getattr(op, key) is not None:
+                changes[key] = None
     return {**changes, **_staging_call_changes(op, replace(op, host_memory=memory))}
 
 

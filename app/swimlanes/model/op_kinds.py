@@ -101,7 +101,8 @@ REGISTRY: tuple[OpKind, ...] = (
         defaults=_NEW_HOST_COPY,
     ),
     OpKind(
-        "d2h", "D2H copy", "D2H copy", _ORANGE, "copy_d2h", True, "depends", _COPY_FIELDS,
+        "d2h", "D2H copy", "D2H copy", _ORANGE, "copy_d2h", True, "depends",
+        (*_COPY_FIELDS, "copy_out_us"),
         ("bytes",), "cudaMemcpyAsync(..., cudaMemcpyDeviceToHost)",
         "Copies device memory to the host on a copy engine; to pageable memory the host "
         "waits until it is done.",

@@ -159,6 +159,13 @@ def _op_field_schemas() -> dict[str, dict[str, Any]]:
             "description": "microseconds the call itself took on the host, as measured: "
             "replaces the device preset's cost of this call",
         },
+        "copy_out_us": {
+            "type": "number",
+            "minimum": 0,
+            "maximum": MAX_DURATION_US,
+            "description": "a pageable d2h copy's host time from the end of its DMA to its "
+            "call's return, as measured: replaces the preset's copy-out and return",
+        },
         **_device_field_schemas(),
     }
 

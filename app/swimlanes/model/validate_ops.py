@@ -149,8 +149,10 @@ def _plain_rest(
         return None
     if kind == "host" and duration is None:
         return None
-    call = get("call_us")
+    call, copy_out = get("call_us"), get("copy_out_us")
     if call is not None and not _plain_number(call, False, MAX_DURATION_US):
+        return None
+    if copy_out is not None and not _plain_number(copy_out, False, MAX_DURATION_US):
         return None
     event = get("event")
     if kind in _NEEDS_EVENT and not _plain_name(event):
@@ -174,7 +176,7 @@ def _plain_rest(
             return None
     return Op(
         kind, stream, label, nbytes, memory, is_async, duration, blocks, threads, block_us,
-        flops, event, call,
+        flops, event, call, copy_out,
     )  # fmt: skip
 
 
@@ -263,6 +265,13 @@ def _parse_keys(c: Checker, raw: dict, path: str, op: Op, scope: Scope) -> None:
         raw, "duration_us", path, positive=kind != "host", maximum=MAX_DURATION_US, unit=" us"
     )
     op.call_us = c.number(raw, "call_us", path, positive=False, maximum=MAX_DURATION_US, unit=" us")
+    if "copy_out_us" in raw:
+        if "copy_out_us" not in spec.fields:
+            c.add(f"{path}.copy_out_us", "only a d2h copy copies its data out on the host")
+        else:
+            op.copy_out_us = c.number(
+                raw, "copy_out_us", path, positive=False, maximum=MAX_DURATION_US, unit=" us"
+            )
     if kind == "kernel":
         _parse_kernel(c, raw, path, op)
     elif "duration_us" in spec.required and op.duration_us is None and "duration_us" not in raw:

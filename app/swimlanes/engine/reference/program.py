@@ -159,6 +159,12 @@ def op_table(
             event=op.event,
             engine_class=_engine_class(op.op, preset),
         )
+        if (
+            op.copy_out_us is not None
+            and call is HostCall.ENQUEUE_AND_WAIT
+            and op.effective_host_memory == "pageable"
+        ):  # its measured copy-out and return replace the model's
+            extra = max(0, round(op.copy_out_us * 1000.0) - preset.sync_return_ns("sync_copy"))
         if isinstance(extra, KernelShape):
             fact.kernel = extra
         else:

@@ -70,6 +70,8 @@ def _copy_line(op: Op, buf: str) -> str:
         notes.append("pageable")
     if op.duration_us is not None:
         notes.append(format_us(op.duration_us))
+    if op.copy_out_us is not None and op.effective_host_memory == "pageable":
+        notes.append(f"{format_us(op.copy_out_us)} copying out")  # (a capture's, measured)
     if op.effective_async:
         line = f"cudaMemcpyAsync({dst}, {src}, {size}, {direction}, {_stream(op)})"
     else:
