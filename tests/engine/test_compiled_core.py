@@ -230,8 +230,8 @@ def test_the_compiled_loop_hands_times_reaching_the_clocks_end_to_python(
 # -- choosing the loop ----------------------------------------------------------------------------
 def test_auto_picks_the_loop_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
     """``auto``: compiled from AUTO_MIN_OPS ops on before the compiled loop has run in this
-    process (if numba has it cached), from AUTO_MIN_OPS_WARM once it has;
-    SWIMLANES_ENGINE=python always Python."""
+    process (if numba has it cached; AUTO_MIN_OPS_FEW_SHAPES when the pipeline repeats a few op
+    shapes), from AUTO_MIN_OPS_WARM once it has; SWIMLANES_ENGINE=python always Python."""
     monkeypatch.setattr(compiled_core, "AUTO_MIN_OPS", 500)
     monkeypatch.setattr(compiled_core, "AUTO_MIN_OPS_WARM", 150)
     small, middle, large = (make_random_pipeline(n, seed=5) for n in (100, 200, 600))
@@ -244,6 +244,13 @@ def test_auto_picks_the_loop_by_size(monkeypatch: pytest.MonkeyPatch) -> None:
     run_with("auto", lambda: simulate(large, "h200"))
     assert compiled_core.compiled_runs() == 0
     monkeypatch.setattr(compiled_core, "cache_ready", lambda: True)
+    # A pipeline of few op shapes runs faster in Python: its threshold is higher.
+    monkeypatch.setattr(compiled_core, "AUTO_MIN_OPS_FEW_SHAPES", 10_000)
+    run_with(
+        "auto",
+        lambda: simulate(Pipeline("same", [Stream("s")], [Op("h2d", "s", bytes=64)] * 600), "h200"),
+    )
+    assert compiled_core.compiled_runs() == 0
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv(compiled_core.ENGINE_VARIABLE, "auto")
         simulate(large, "h200")

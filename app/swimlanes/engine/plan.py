@@ -141,6 +141,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     # The keys alone from here (their table is the biggest transient of planning; the keys,
     # one tuple per shape, go once the repeat costs are known).
     keys = list(shape_ids)
+    plan.shape_count = len(keys)
     del shape_ids, number
     shapes = shape_columns(keys, first, program, preset, plan, stream_index, costs)
     if shapes is None:

@@ -100,6 +100,7 @@ class Plan:
     queue_of_stream: list[int]
     queue_count: int
     shared_queues: bool = False  # some hardware queue carries more than one stream
+    shape_count: int = 0  # distinct op shapes (each worked out once by the planner)
     kind: list[int] = field(default_factory=list)
     queue: list[int] = field(default_factory=list)  # hardware queue of enqueued ops, else -1
     run: list[int] = field(default_factory=list)  # RUN_* for enqueued ops, -1 for host-only

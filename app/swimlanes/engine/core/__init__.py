@@ -8,7 +8,8 @@ into the run, where build_timeline reads them as it reads the Python loop's. It 
 the Python loop runs) when numba is missing or fails, when a time would reach the clock's
 range (2**62 ns: the Python loop then answers or raises SimulationRangeError), or when the
 environment says so: ``SWIMLANES_ENGINE=python|compiled|auto`` (default ``auto``: compiled from
-:data:`AUTO_MIN_OPS` ops on when numba has the loop cached, or :data:`AUTO_MIN_OPS_WARM` once
+:data:`AUTO_MIN_OPS` ops on when numba has the loop cached (:data:`AUTO_MIN_OPS_FEW_SHAPES` for
+a pipeline of few op shapes), or :data:`AUTO_MIN_OPS_WARM` once
 the compiled loop has run). The app fills numba's cache in a background process of its own
 (:func:`start_warming`), so a first compile never holds up a simulation.
 """
@@ -29,6 +30,7 @@ if TYPE_CHECKING:
 
 __all__ = [
     "AUTO_MIN_OPS",
+    "AUTO_MIN_OPS_FEW_SHAPES",
     "AUTO_MIN_OPS_WARM",
     "ENGINE_VARIABLE",
     "cache_ready",
@@ -51,6 +53,11 @@ ENGINE_VARIABLE = "SWIMLANES_ENGINE"
 #: Python: 0.53 / 0.48 s at 50,000 ops, 0.66-0.75 / 0.77-0.83 s at 80,000, 0.87-0.92 /
 #: 1.12-1.17 s at 120,000: the cross-over lies near 60,000 ops.
 AUTO_MIN_OPS = 60_000
+#: The same for a pipeline of few op shapes (fewer than one per two ops), which the Python
+#: loop runs faster (the planner works each shape out once): bench_engine.py's repetitive case
+#: in a fresh process (2026-11-25, wall time, 2 rounds), Python / compiled: 0.43-0.44 /
+#: 0.51-0.75 s at 100,000 ops, 0.66 / 0.65-0.67 s at 150,000.
+AUTO_MIN_OPS_FEW_SHAPES = 150_000
 #: Once loaded, the compiled loop is faster from a few hundred ops on (CPU per simulate(),
 #: median of 7, Python / compiled: 1.85 / 1.72 ms at 100 ops, 4.4 / 2.1 ms at 300, 9.2 / 4.5 ms
 #: at 1,000, 84 / 36 ms at 10,000).
@@ -71,8 +78,9 @@ def compiled_runs() -> int:
     return _counts["compiled"]
 
 
-def wants_compiled(n_ops: int) -> bool:
-    """Whether SWIMLANES_ENGINE (and, for ``auto``, the size) asks for the compiled loop."""
+def wants_compiled(n_ops: int, shapes: int | None = None) -> bool:
+    """Whether SWIMLANES_ENGINE (and, for ``auto``, the size and, given ``shapes``, how many
+    distinct op shapes the plan has) asks for the compiled loop."""
     choice = os.environ.get(ENGINE_VARIABLE, "auto").strip().lower() or "auto"
     if choice == "python":
         return False
@@ -85,7 +93,8 @@ def wants_compiled(n_ops: int) -> bool:
     # Before its first run in this process, only if numba has the machine code cached: a
     # first compile takes 30 to 45 s on the 2-core machine, far longer than the Python loop
     # takes for any pipeline the validator allows (9.2 us per op, under 10 s at MAX_OPS).
-    return n_ops >= AUTO_MIN_OPS and cache_ready()
+    few_shapes = shapes is not None and shapes * 2 < n_ops
+    return n_ops >= (AUTO_MIN_OPS_FEW_SHAPES if few_shapes else AUTO_MIN_OPS) and cache_ready()
 
 
 def cache_ready() -> bool:
@@ -167,7 +176,7 @@ def run_compiled(
     """Run ``run``'s event loop compiled if SWIMLANES_ENGINE and its size ask for it: True
     when it did (the results are in ``run``), False when the Python loop should run it
     (``run`` untouched). Raises SimulationCancelled when ``cancel`` says so."""
-    if run.n == 0 or not wants_compiled(run.n):
+    if run.n == 0 or not wants_compiled(run.n, run.plan.shape_count):
         return False
     chunk = _chunk_function()
     if chunk is None:
