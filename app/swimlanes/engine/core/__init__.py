@@ -141,7 +141,11 @@ def _clear_stale_cache() -> None:
     numba checks a cached function against its own file only, not the files of the functions
     it calls (an edit to host.py would leave loop.py's stale code in use). An installed,
     read-only copy is left alone: its sources change only with a reinstall, which rewrites
-    every file."""
+    every file. Once per process: cache_ready and the first load both ask, and the sources a
+    process has imported do not change under it."""
+    if _loaded.get("cache_checked"):
+        return
+    _loaded["cache_checked"] = True
     folder = Path(__file__).parent
     try:
         sources = b"".join((folder / f"{name}.py").read_bytes() for name in _COMPILED_MODULES)
