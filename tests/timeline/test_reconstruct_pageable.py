@@ -1,7 +1,8 @@
 """A rebuilt pipeline's H2D and D2H copies keep their measured device time: how long the
 program's own copies take (pageable memory's page faults, its own buffers) is the host's, which
-no preset knows. A pinned copy that a copy of the other direction overlapped stays modelled
-(its measured time holds the slowdown the simulator applies again). An async pageable H2D's
+no preset knows. A pinned copy that a copy of the other direction overlapped keeps the time
+it would have taken alone by the slowdown of the preset it is rebuilt for (without a preset it
+stays modelled: its measured time holds the slowdown the simulator applies again). An async pageable H2D's
 call is its staging: it keeps its measured call as ``call_us``, which the simulator spends as
 the call's cost and then staging."""
 
@@ -14,9 +15,10 @@ import pytest
 from swimlanes.engine import get_preset, simulate
 from swimlanes.model.op_defaults import async_changes, host_memory_changes
 from swimlanes.model.validate import validate
+from swimlanes.services.trace_pipeline import copy_contention, rebuild
 from swimlanes.timeline import TimelineBuilder
 from swimlanes.timeline.formats.io import load_timeline_any
-from swimlanes.timeline.reconstruct import reconstruct
+from swimlanes.timeline.reconstruct import CopyContention, reconstruct
 
 CAPTURES = Path(__file__).resolve().parents[1] / "gpu" / "captures"
 MIB = 1 << 20
@@ -100,6 +102,43 @@ def test_a_pinned_copy_overlapped_by_the_other_direction_stays_modelled() -> Non
     )
     _, copies = _rebuilt_copies(tl)
     assert [op.duration_us for op in copies] == [None, 124.457, None, 126.457]
+
+
+def test_an_overlapped_copy_keeps_its_time_alone_by_the_presets_slowdown() -> None:
+    # H2D [10, 133.457] us against D2H [110, 234.457] us: each ran 23.457 us against the other.
+    tl = _copies(
+        [("h2d", "cudaMemcpyAsync", "pinned"), ("d2h", "cudaMemcpyAsync", "pinned")],
+        apart_ns=100_000,
+    )
+    contention = CopyContention(slowdown=(0.25, 0.5), overhead_us=(2.0, 0.0))
+    program = reconstruct(tl, contention=contention).pipeline.program
+    h2d, d2h = (op for op in program if op.op in ("h2d", "d2h"))
+    # Alone: 100 us, then the overlapped 23.457 us less the fixed 2 us, slowed by 1.25.
+    assert h2d.duration_us == pytest.approx(100 + (23.457 - 2) / 1.25, abs=1e-3)
+    # The D2H ran from 110 to 234.457 us, the H2D until 133.457: 23.457 us against it.
+    assert d2h.duration_us == pytest.approx(124.457 - 23.457 + 23.457 / 1.5, abs=1e-3)
+    assert contention.alone_ns("h2d", 50_000, 0) == 50_000  # never overlapped: as measured
+
+
+def test_a_rebuilt_overlapped_pair_replays_its_measured_copies() -> None:
+    """Rebuilt for a preset and simulated on it, two copies that overlapped each other take
+    the time they were measured with, however much that preset slows them."""
+    tl = _copies(
+        [("h2d", "cudaMemcpyAsync", "pinned"), ("d2h", "cudaMemcpyAsync", "pinned")],
+        apart_ns=60_000,
+    )
+    h100 = str(CAPTURES / "h100-2026-11-25-0437" / "h100-calibrated.json")
+    for device in ("h200", "a100", h100):
+        assert copy_contention(get_preset(device)).slowdown[0] > 0, device
+        result = rebuild(tl, device)
+        measured, simulated = result.rebuilt.measured, result.simulated
+        for row in range(len(measured)):
+            if measured.op_kind(row) in ("h2d", "d2h"):
+                index = int(measured.index[row])
+                took = int(measured.end[row] - measured.start[row])
+                sim_row = list(simulated.index).index(index)
+                sim_took = int(simulated.end[sim_row] - simulated.start[sim_row])
+                assert abs(sim_took - took) < 0.01 * took, (device, row, sim_took, took)
 
 
 def test_editing_a_rebuilt_copy_drops_the_time_it_was_measured_with() -> None:

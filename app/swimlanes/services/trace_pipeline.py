@@ -12,7 +12,7 @@ from swimlanes.engine.presets import DevicePreset
 from swimlanes.services.devices import simulation_device
 from swimlanes.services.errors import CommandError
 from swimlanes.services.runs import load_trace
-from swimlanes.timeline.reconstruct import Reconstruction, reconstruct
+from swimlanes.timeline.reconstruct import CopyContention, Reconstruction, reconstruct
 from swimlanes.timeline.timeline import Timeline
 
 
@@ -42,7 +42,7 @@ def rebuild(
         preset = get_preset(device)
     except ValueError as err:
         raise CommandError(str(err)) from None
-    rebuilt = reconstruct(timeline, name=name)
+    rebuilt = reconstruct(timeline, name=name, contention=copy_contention(preset))
     rebuilt.pipeline.extra["device"] = requested_device or preset.name
     if not rebuilt.pipeline.program:
         raise CommandError("the trace holds no op that a pipeline can replay")
@@ -51,6 +51,22 @@ def rebuild(
     except ValueError as err:
         raise CommandError(f"the rebuilt pipeline does not simulate: {err}") from None
     return TracePipeline(rebuilt, preset, simulated)
+
+
+def copy_contention(preset: DevicePreset) -> CopyContention:
+    """How ``preset`` slows copies of both directions that run at once."""
+    d2h_slowdown = preset.bidirectional_slowdown_d2h
+    d2h_overhead = preset.bidirectional_overhead_d2h_us
+    return CopyContention(
+        slowdown=(
+            preset.bidirectional_slowdown,
+            preset.bidirectional_slowdown if d2h_slowdown is None else d2h_slowdown,
+        ),
+        overhead_us=(
+            preset.bidirectional_overhead_us,
+            preset.bidirectional_overhead_us if d2h_overhead is None else d2h_overhead,
+        ),
+    )
 
 
 def rebuild_file(path: str | Path, requested_device: str | None) -> TracePipeline:

@@ -16,9 +16,13 @@ The pipeline replays the host program the timeline recorded, call by call in iss
   buffers, ran at a speed no calibration of other buffers predicts (PyTorch's 4 MiB ``.cpu()``
   copies took 323 us (median) in one run and 1131 us in another on the same kind of host; a
   CuPy pinned H2D ran at 42 GB/s where calibrate had measured 55 GB/s a minute earlier). A
-  pinned copy keeps it only where no copy of the other direction overlapped it: an
-  overlapped copy's time holds the slowdown that the simulator applies again wherever the
-  replay overlaps it, so it stays modelled. An async pageable H2D keeps its measured call as
+  pinned copy that a copy of the other direction overlapped keeps the time it would have
+  taken alone by the slowdown of the preset it is rebuilt for (``contention``): the
+  simulator slows it down again wherever the replay overlaps it, so a replay that overlaps
+  it as measured gives back its measured time, and an edit that moves it away from the other
+  direction gives it its time alone (the same host's 16 MiB H2D copies ran 12% slower against
+  D2H copies in one capture and 62% in another, where calibrate said 24%). Rebuilt without a
+  preset, such a copy stays modelled. An async pageable H2D keeps its measured call as
   ``call_us`` too: it returns once its data is staged, and the simulator stages for what is
   left of that call after the call's cost. A pageable D2H keeps the host's time after its DMA
   (copying the last chunk out, returning) as ``copy_out_us``. That time belongs to the copy as
@@ -55,7 +59,7 @@ side-by-side view and a saved run line the two up op by op. Qt-free.
 
 from __future__ import annotations
 
-from bisect import bisect_left, bisect_right
+from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -99,9 +103,12 @@ def reconstruct(
     *,
     name: str | None = None,
     min_host_gap_us: float = MIN_HOST_GAP_US,
+    contention: CopyContention | None = None,
 ) -> Reconstruction:
-    """Rebuild ``tl``'s host program as a pipeline (see the module doc)."""
-    builder = _Builder(tl, min_host_gap_us)
+    """Rebuild ``tl``'s host program as a pipeline (see the module doc); ``contention``: the
+    copy slowdown of the preset it is rebuilt for, which lets copies that ran against the
+    other direction keep their measured time too."""
+    builder = _Builder(tl, min_host_gap_us, contention)
     program = builder.program()
     pipeline = Pipeline(
         name=name or (f"{tl.name} (rebuilt)" if tl.name else "rebuilt from a trace"),
@@ -110,9 +117,13 @@ def reconstruct(
         host_threads=[HostThread(name) for name in builder.thread_names],
     )
     replayed = (
-        "kernels and copies (pinned ones where no copy of the other direction overlapped them)"
-        if builder.timed_copies
-        else "kernels"
+        "kernels"
+        if not builder.timed_copies
+        else (
+            "kernels and copies"
+            if contention is not None
+            else "kernels and copies (pinned ones where no copy of the other direction overlapped them)"
+        )
     )
     pipeline.extra["description"] = (
         f"Rebuilt from a measured timeline of {len(tl)} ops"
@@ -129,26 +140,66 @@ def _device_us(span_ns: int) -> float:
     return max(0.001, round(span_ns / 1000.0, 3))
 
 
-def _overlapped_copies(tl: Timeline) -> set[int]:
+@dataclass(frozen=True)
+class CopyContention:
+    """How the preset a pipeline is rebuilt for slows an H2D and a D2H copy that run at once,
+    per direction (H2D, D2H): the factor a copy's time grows by while a copy of the other
+    direction runs, and the fixed cost (us) it pays the first time that happens (the
+    preset's ``bidirectional_slowdown`` and ``bidirectional_overhead_us`` keys)."""
+
+    slowdown: tuple[float, float]
+    overhead_us: tuple[float, float]
+
+    def alone_ns(self, kind: str, span_ns: int, overlapped_ns: int) -> int:
+        """The time a copy of ``kind`` that took ``span_ns``, ``overlapped_ns`` of it against
+        the other direction, would take alone: the model's slowdown taken out again, so
+        that the model, overlapping it as measured, gives back ``span_ns``."""
+        d = 0 if kind == "h2d" else 1
+        slowed = max(0.0, overlapped_ns - self.overhead_us[d] * 1000.0) / (1.0 + self.slowdown[d])
+        return round(span_ns - overlapped_ns + slowed)
+
+
+def _overlapped_ns(tl: Timeline) -> dict[int, int]:
     """Rows of H2D and D2H copies that a copy of the other direction overlapped on the
-    device (for part of its span at least)."""
+    device, with how long (ns) it did."""
     kinds = [tl.op_kind(row) for row in range(len(tl))]
     spans = {
         k: [r for r, kind in enumerate(kinds) if kind == k and NO_TIME not in
             (int(tl.start[r]), int(tl.end[r]))]
         for k in ("h2d", "d2h")
     }  # fmt: skip
-    out: set[int] = set()
+    out: dict[int, int] = {}
     for mine, other in (("h2d", "d2h"), ("d2h", "h2d")):
-        rows = sorted(spans[other], key=lambda r: int(tl.start[r]))
-        starts = [int(tl.start[r]) for r in rows]
-        # The latest end among the other direction's copies started so far.
-        latest_end = np.maximum.accumulate([int(tl.end[r]) for r in rows]).tolist()
+        busy = _union((int(tl.start[r]), int(tl.end[r])) for r in spans[other])
+        starts = [a for a, _ in busy]
+        # Time the other direction was busy before each interval of ``busy``.
+        before = np.concatenate(([0], np.cumsum([b - a for a, b in busy]))).tolist()
         for r in spans[mine]:
-            k = bisect_left(starts, int(tl.end[r]))  # those that start before r ends
-            if k and latest_end[k - 1] > int(tl.start[r]):
-                out.add(r)
+            a, b = int(tl.start[r]), int(tl.end[r])
+            overlapped = _busy_until(busy, starts, before, b) - _busy_until(busy, starts, before, a)
+            if overlapped > 0:
+                out[r] = overlapped
     return out
+
+
+def _union(spans: Any) -> list[tuple[int, int]]:
+    """Spans merged into disjoint ones, by start."""
+    merged: list[tuple[int, int]] = []
+    for a, b in sorted(spans):
+        if merged and a <= merged[-1][1]:
+            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
+        elif b > a:
+            merged.append((a, b))
+    return merged
+
+
+def _busy_until(busy: list[tuple[int, int]], starts: list[int], before: list[int], t: int) -> int:
+    """How long the disjoint spans ``busy`` cover before time ``t``."""
+    k = bisect_right(starts, t)  # spans starting at or before t
+    if not k:
+        return 0
+    a, b = busy[k - 1]
+    return int(before[k - 1]) + min(t, b) - a
 
 
 def _short(label: str) -> str:
@@ -202,15 +253,18 @@ def _ranges(raw: Any) -> list[tuple[str, int, int]]:
 
 
 class _Builder:
-    def __init__(self, tl: Timeline, min_host_gap_us: float) -> None:
+    def __init__(
+        self, tl: Timeline, min_host_gap_us: float, contention: CopyContention | None
+    ) -> None:
         self.tl = tl
+        self.contention = contention
         self.min_gap_ns = round(min_host_gap_us * 1000)
         self.kineto = tl.meta.get("trace_format") == "kineto"
         self.calls: list[str] = list(tl.meta.get("calls") or [""] * len(tl))
         self.shapes: dict[str, Any] = dict(tl.meta.get("kernel_shapes") or {})
         self.pageable = {int(r) for r in tl.meta.get("pageable_rows", [])}
         self.timed_copies = 0  # copies given their measured device time
-        self.overlapped_copies = _overlapped_copies(tl)
+        self.overlapped_ns = _overlapped_ns(tl)
         ranges = _ranges(tl.meta.get("ranges"))
         # By start; of ranges that start together, the first listed is taken (visited last).
         order = sorted(range(len(ranges)), key=lambda k: (ranges[k][1], -k))
@@ -357,7 +411,11 @@ class _Builder:
             op.is_async = False
         span = (int(self.tl.start[row]), int(self.tl.end[row]))
         if self.replays_device_time(op, row) and NO_TIME not in span:
-            op.duration_us = _device_us(span[1] - span[0])
+            took = span[1] - span[0]
+            overlapped = self.overlapped_ns.get(row, 0)
+            if overlapped and self.contention is not None:
+                took = self.contention.alone_ns(kind, took, overlapped)
+            op.duration_us = _device_us(took)
             self.timed_copies += 1
         returned = int(self.tl.issue_end[row])
         if kind == "d2h" and op.host_memory == "pageable" and NO_TIME not in (*span, returned):
@@ -368,13 +426,18 @@ class _Builder:
 
     def replays_device_time(self, op: Op, row: int) -> bool:
         """Whether copy ``op`` (trace row ``row``) keeps its measured device time: a pageable
-        one, and a pinned one that no copy of the other direction overlapped in the
-        measurement (its measured time is then its time alone on the link, which the
-        simulator slows down again where the replay overlaps it; an overlapped copy's time
-        has that slowdown in it already, so it stays modelled)."""
+        one, a pinned one that no copy of the other direction overlapped in the measurement
+        (its measured time is then its time alone on the link), and, when the pipeline is
+        rebuilt for a preset (``contention``), an overlapped pinned one too, as the time it
+        would take alone by that preset's slowdown (the simulator slows it down again where
+        the replay overlaps it). Without a preset an overlapped copy stays modelled."""
         if op.op not in ("h2d", "d2h"):
             return False
-        return op.host_memory == "pageable" or row not in self.overlapped_copies
+        return (
+            op.host_memory == "pageable"
+            or row not in self.overlapped_ns
+            or self.contention is not None
+        )
 
     def record_op(
         self, row: int, stream: str | None, last_stream: str | None, label: str | None
