@@ -2,9 +2,9 @@
 calibrated in the same device call) rebuilt as pipelines: they validate, keep what the programs
 did, and their unedited simulation replays the measurement within 5%. Sets: an H200 host,
 2026-11-24 (this folder), an H200 and an H100 host, 2026-11-25, captured two and three times
-within 75 minutes (subfolders), and one more H200 host of 2026-11-25 replayed on the shipped
-h200 preset.
-The replays that miss are listed in KNOWN_MISSES, with why."""
+within 75 minutes (subfolders), one more H200 host of 2026-11-25 replayed on the shipped h200
+preset, and an H200 and an H100 host captured after the last change to rebuilding.
+Replays that miss would be listed in KNOWN_MISSES, with why."""
 
 from __future__ import annotations
 
@@ -28,6 +28,9 @@ SETS = [
     (CAPTURES / "h200-2026-11-25-0420", "h200-calibrated.json", "NVIDIA H200"),
     (CAPTURES / "h100-2026-11-25-0421", "h100-calibrated.json", "NVIDIA H100 80GB HBM3"),
     (CAPTURES / "h100-2026-11-25-0437", "h100-calibrated.json", "NVIDIA H100 80GB HBM3"),
+    # Captured after the last change to rebuilding, fitted to nothing.
+    (CAPTURES / "h200-2026-11-25-0545", "h200-calibrated.json", "NVIDIA H200"),
+    (CAPTURES / "h100-2026-11-25-0547", "h100-calibrated.json", "NVIDIA H100 80GB HBM3"),
     # Its device call's own calibration was not kept: replayed on the shipped preset,
     # calibrated on another host.
     (CAPTURES / "h200-2026-11-25-0246", "h200", "NVIDIA H200"),
@@ -59,7 +62,7 @@ def test_every_set_has_the_five_programs() -> None:
     for folder, preset, _ in SETS:
         assert (folder / preset).is_file() or preset in preset_names()
         assert len(list(folder.glob("*.capture.json.gz"))) == 5, folder
-    assert len(SETS) == 7
+    assert len(SETS) == 9
 
 
 @pytest.mark.parametrize(("preset", "trace", "gpu"), CASES)
