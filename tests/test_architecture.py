@@ -61,7 +61,7 @@ def test_qt_free_packages_import_with_qt_blocked() -> None:
 #: own package; packages that share a layer are independent of each other. Every package under
 #: app/swimlanes must be listed ("swimlanes" is the root package's own __init__).
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("swimlanes", "units", "resources"),  # version, time units, shipped resource paths
+    ("swimlanes", "units", "resources", "user_config"),  # version, time units, resource paths
     ("model",),  # the pipeline document
     ("timeline", "codegen"),  # results and their files; code export
     ("engine",),  # the simulator and device presets

@@ -19,9 +19,7 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
-import sys
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
@@ -29,27 +27,13 @@ from typing import Any
 
 from swimlanes.gpu.host import HostIdentity
 from swimlanes.model.atomic_write import dump_json_atomic
+from swimlanes.user_config import config_dir
 
 CALIBRATION_FORMAT = "swimlanes-calibration"
 CALIBRATION_VERSION = 1
 RECORD_SUFFIX = ".calibration.json"
 #: A calibration record is a few hundred bytes; anything far larger is not one.
 _MAX_RECORD_BYTES = 64 * 1024
-
-
-def config_dir() -> Path:
-    """Swimlanes' user config folder (not created here)."""
-    env = os.environ.get("SWIMLANES_CONFIG_DIR")
-    if env:
-        return Path(env)
-    home = Path.home()
-    if sys.platform == "win32":
-        base = Path(os.environ.get("APPDATA") or home / "AppData" / "Roaming")
-    elif sys.platform == "darwin":
-        base = home / "Library" / "Application Support"
-    else:
-        base = Path(os.environ.get("XDG_CONFIG_HOME") or home / ".config")
-    return base / "swimlanes"
 
 
 def cache_dir() -> Path:

@@ -7,16 +7,26 @@ from pathlib import Path
 
 from PySide6.QtCore import QByteArray, QSettings
 
+from swimlanes.user_config import settings_file
+
 ORGANIZATION = "Swimlanes"
 APPLICATION = "Swimlanes"
 MAX_RECENT_FILES = 10
+
+
+def _store() -> QSettings:
+    """The platform's store, or an INI file in ``$SWIMLANES_CONFIG_DIR`` when that is set."""
+    path = settings_file()
+    if path is None:
+        return QSettings(ORGANIZATION, APPLICATION)
+    return QSettings(str(path), QSettings.Format.IniFormat)
 
 
 class Settings:
     """Typed access to the app's QSettings (``qsettings`` lets tests pass their own store)."""
 
     def __init__(self, qsettings: QSettings | None = None) -> None:
-        self.q = qsettings or QSettings(ORGANIZATION, APPLICATION)
+        self.q = qsettings or _store()
 
     # -- window -------------------------------------------------------------------------------
     def window_geometry(self) -> QByteArray | None:
