@@ -22,6 +22,8 @@ from swimlanes.units import format_bytes
 
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
 _DIRECTION = {"h2d": "H2D", "d2h": "D2H", "d2d": "D2D"}
+#: Where a line's comment starts (every line has at most one).
+_COMMENT = "  // "
 
 
 def _letters(n: int) -> str:
@@ -106,7 +108,16 @@ def _collective_line(op: Op, buf: str) -> str:
 
 def code_line(op: Op, buf: str = "a", pipeline: Pipeline | None = None) -> str:
     """One op as the CUDA call it stands for; ``buf`` names the buffer it touches (the
-    ``pipeline`` gives a peer copy's default devices: its stream's)."""
+    ``pipeline`` gives a peer copy's default devices: its stream's). A call with its own
+    measured host time (a captured program's ``call_us``) says so in its comment."""
+    line = _call_line(op, buf, pipeline)
+    if op.call_us is None:
+        return line
+    note = f"call {format_us(op.call_us)} (measured)"
+    return f"{line}, {note}" if _COMMENT in line else f"{line}{_COMMENT}{note}"
+
+
+def _call_line(op: Op, buf: str, pipeline: Pipeline | None) -> str:
     kind = op.op
     if kind in _DIRECTION:
         return _copy_line(op, buf)

@@ -7,7 +7,8 @@ shown in red under the field; the document does not change. The limits are the f
 document that would not load again once saved.
 
 The stream page is built, shown and committed by the StreamFields mixin (inspector_streams),
-the device and host-thread rows by DeviceFields and ThreadFields.
+the device and host-thread rows by DeviceFields and ThreadFields, a captured op's measured host
+times by HostTimeFields (inspector_host_times).
 """
 
 from __future__ import annotations
@@ -52,6 +53,7 @@ from swimlanes.ui.editor.common import PALETTE_KINDS
 from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
 from swimlanes.ui.editor.inspector_devices import DeviceFields
 from swimlanes.ui.editor.inspector_fields import OPTIONAL_TIME, visible_rows
+from swimlanes.ui.editor.inspector_host_times import HostTimeFields
 from swimlanes.ui.editor.inspector_streams import StreamFields
 from swimlanes.ui.editor.inspector_threads import ThreadFields
 from swimlanes.ui.icons import op_icon
@@ -70,12 +72,14 @@ LIMITS: dict[str, tuple[float, str]] = {
     "blocks": (MAX_BLOCKS, f"{MAX_BLOCKS} blocks (CUDA's grid limit)"),
     "threads": (MAX_THREADS_PER_BLOCK, f"{MAX_THREADS_PER_BLOCK} threads per block"),
     "time": (MAX_DURATION_US, f"{MAX_DURATION_US:g} us (1,000 s)"),
+    "call_us": (MAX_DURATION_US, f"{MAX_DURATION_US:g} us (1,000 s)"),
+    "copy_out_us": (MAX_DURATION_US, f"{MAX_DURATION_US:g} us (1,000 s)"),
     "flops": (MAX_FLOPS, f"{MAX_FLOPS:g} FLOPs"),
     "bytes": (MAX_BYTES, format_bytes(MAX_BYTES)),
 }
 
 
-class Inspector(StreamFields, DeviceFields, ThreadFields, QWidget):
+class Inspector(StreamFields, DeviceFields, ThreadFields, HostTimeFields, QWidget):
     """Edit the selected op's fields, or the selected stream's kind and priority."""
 
     def __init__(self, controller: DocumentController, parent: QWidget | None = None):
@@ -153,6 +157,7 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, QWidget):
             ("bytes", "Size", Field(self.size, self.unit)),
             ("host_memory", "Host memory", Field(self.host_memory)),
             ("is_async", "Mode", Field(self.is_async)),
+            *self._build_host_time_rows(),
             *self._build_device_rows(),
             *self._build_thread_rows(),
         ]
@@ -177,6 +182,7 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, QWidget):
         self.timing.activated.connect(lambda _i: self._commit_timing_mode())
         self._on_commit(self.time, self._commit_time)
         self._on_commit(self.flops, self._commit_flops)
+        self._connect_host_time_rows()
 
     # -- showing the selection ------------------------------------------------------------
     def current_op(self) -> Op | None:
@@ -248,12 +254,21 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, QWidget):
         time_value = op.block_us if mode == "block_us" else op.duration_us
         self._set_text(self.time, "" if time_value is None else f"{time_value:g}")
         self._set_text(self.flops, "" if op.flops is None else f"{op.flops:g}")
+        self._show_host_times(op)
         self._show_device_fields(op, pipeline)
         self._show_op_thread(op, pipeline)
-        self._show_rows(kind, mode, pipeline.is_multi_device, bool(pipeline.host_threads))
+        threads = bool(pipeline.host_threads)
+        pageable = op.effective_host_memory == "pageable"
+        self._show_rows(kind, mode, pipeline.is_multi_device, threads, pageable=pageable)
 
     def _show_rows(
-        self, kind: str, mode: str, multi_device: bool = False, threads: bool = False
+        self,
+        kind: str,
+        mode: str,
+        multi_device: bool = False,
+        threads: bool = False,
+        *,
+        pageable: bool = False,
     ) -> None:
         """Show the rows that the op kind (and a kernel's timing mode) uses, titled for it."""
         optional = kind in OPTIONAL_TIME
@@ -270,7 +285,7 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, QWidget):
         self.time.setPlaceholderText(
             "empty: from the device's bandwidth" if optional else "microseconds"
         )
-        visible = visible_rows(kind, mode, multi_device, threads)
+        visible = visible_rows(kind, mode, multi_device, threads, pageable=pageable)
         for key, fld in self.fields.items():
             self.op_form.setRowVisible(fld, key in ("op", "label") or key in visible)
 
