@@ -9,6 +9,7 @@ import ast
 import re
 import shutil
 import subprocess
+import threading
 from pathlib import Path
 
 import pytest
@@ -177,3 +178,39 @@ def test_the_cuda_program_of_several_threads_compiles(which: str, tmp_path: Path
         timeout=300,
     )
     assert run.returncode == 0, run.stderr
+
+
+def _error_reporting(source: str) -> dict:
+    """The exported script's ``check`` and the per-thread label it names, run as Python."""
+    check = source.index("def check(result):")
+    labels = source.index("class Issuing(threading.local):")
+    end = source.index("return issuing.op_label", labels)
+    text = source[check : source.index("\n\n\ndef ", check)] + "\n\n" + source[labels:end]
+    names: dict = {}
+    exec("import threading\n" + text + "return issuing.op_label\n", names)  # noqa: S102
+    return names
+
+
+def test_a_cuda_error_names_the_op_its_own_thread_was_issuing() -> None:
+    """Two host threads each set the label of the op they issue; an error in one names that
+    thread's op, not the one the other thread set last."""
+    source = generate_python(lesson())
+    assert "global op_label" not in source
+    names = _error_reporting(source)
+    issuing, check = names["issuing"], names["check"]
+    other_set = threading.Event()
+    done = threading.Event()
+
+    def other_thread() -> None:
+        issuing.op_label = "worker1 kernel"
+        other_set.set()
+        done.wait(5)
+
+    t = threading.Thread(target=other_thread)
+    t.start()
+    issuing.op_label = "worker0 copy"
+    other_set.wait(5)
+    with pytest.raises(RuntimeError, match="at the op labelled 'worker0 copy'"):
+        check(700)  # CUDA_ERROR_ILLEGAL_ADDRESS, raised on this thread
+    done.set()
+    t.join()

@@ -79,10 +79,15 @@ def roofline_kernel(fmas_per_thread, data, nbytes):
 op_label = ""
 
 
+def issued_label():
+    return op_label
+
+
 def check(result):
     err = result[0] if isinstance(result, tuple) else result
     if int(err) != 0:
-        where = f" at the op labelled {op_label!r}" if op_label else ""
+        label = issued_label()
+        where = f" at the op labelled {label!r}" if label else ""
         raise RuntimeError(f"CUDA driver error {err}{where}")
     return result[1] if isinstance(result, tuple) and len(result) > 1 else None
 

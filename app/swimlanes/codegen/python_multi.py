@@ -29,6 +29,19 @@ import pathlib
 import threading
 
 
+class Issuing(threading.local):
+    """The label of the op each host thread is issuing, named in its CUDA and NCCL errors."""
+
+    op_label = ""
+
+
+issuing = Issuing()
+
+
+def issued_label():
+    return issuing.op_label
+
+
 def primary_context(ordinal):
     return check(driver.cuDevicePrimaryCtxRetain(check(driver.cuDeviceGet(ordinal))))
 
@@ -81,7 +94,8 @@ nccl = None
 
 def check_nccl(result):
     if result != 0:
-        where = f" at the op labelled {op_label!r}" if op_label else ""
+        label = issued_label()
+        where = f" at the op labelled {label!r}" if label else ""
         raise RuntimeError(f"NCCL error {nccl.ncclGetErrorString(result).decode()}{where}")
 
 
@@ -196,7 +210,6 @@ def _run_thread(plan: CodePlan, mp: MultiPlan, thread: int) -> list[str]:
     device = mp.thread_device[thread]
     out = [
         f"def {mp.run_name(thread)}(g):",
-        "    global op_label",
         f"    streams, handles, events, b, p = g.streams, g.handles, g.events, g.bufs[{device}], "
         f"g.ptrs[{device}]",
         "    allocations = []",
@@ -205,13 +218,13 @@ def _run_thread(plan: CodePlan, mp: MultiPlan, thread: int) -> list[str]:
         op = plan.pipeline.program[i]
         out.append(f"    # [{i}] {op.op}")
         if label is not None:
-            out.append(f"    op_label = {_lit(label)}")
+            out.append(f"    issuing.op_label = {_lit(label)}")
         out.extend(f"    {line}" for line in EMITTERS[op.op](plan, mp, op, i))
     out += [
         "    cuda.synchronize()",
         "    for ptr in allocations:",
         "        check(driver.cuMemFree(ptr))",
-        "    op_label = ''",
+        "    issuing.op_label = ''",
         "",
         "",
     ]
