@@ -78,6 +78,7 @@ def test_typing_a_call_time_sets_it_in_one_undo_step(editor: Editor) -> None:
     assert c.pipeline.program[4].call_us == 12.3
     assert c.pipeline.program[4].to_dict()["call_us"] == 12.3
     assert c.undo_stack.count() == 1
+    assert c.undo_stack.undoText() == "Set device sync call time"
     c.undo_stack.undo()
     assert c.pipeline.program[4].call_us is None
     assert insp.host_times["call_us"].text() == ""
@@ -171,6 +172,7 @@ def test_pinning_a_pageable_d2h_hides_and_drops_its_copy_out(editor: Editor) -> 
     assert "copy_out_us" not in _shown(editor)
     assert insp.host_times["call_us"].text() == "5.5"
     assert c.undo_stack.count() == 1
+    assert c.undo_stack.undoText() == "Set out host memory, duration, copy-out time"
     c.undo_stack.undo()
     assert c.pipeline.to_dict() == before
     assert "copy_out_us" in _shown(editor)
@@ -207,3 +209,24 @@ def test_the_simulation_uses_the_typed_call_time(qtbot, tmp_path) -> None:
     assert int(timeline.issue_end[1] - timeline.issue_start[1]) == 12_500
     before = int(timeline.issue_end[2] - timeline.issue_start[2])
     assert before != 12_500  # the next kernel still costs the preset's
+
+
+def test_a_captured_kernels_long_name_does_not_widen_the_inspector(qtbot) -> None:
+    """A captured kernel keeps its mangled name, 120 characters without a space: the heading
+    elides it (whole in its tooltip) instead of widening the form past the dock."""
+    name = "sm80_xmma_gemm_f32f32_f32f32_f32_nn_n_tilesize128x64x8_stage3_warpsize2x2x1_ffma_" * 2
+    doc = {"format": "swimlanes-pipeline", "version": 1, "name": "long",
+           "program": [{"op": "kernel", "label": name, "blocks": 1, "threads": 32,
+                        "duration_us": 5, "call_us": 4.5}]}  # fmt: skip
+    ed = Editor(pipeline_from_dict(doc))
+    qtbot.addWidget(ed)
+    ed.show()
+    qtbot.waitExposed(ed)
+    insp = ed.inspector
+    ed.controller.set_selection_indexes([0])
+    full = f"#0 {name}"
+    assert insp.title.full_text() == full
+    wide = insp.title.fontMetrics().horizontalAdvance(name)
+    assert insp.minimumSizeHint().width() < wide / 2
+    qtbot.waitUntil(lambda: insp.title.text() != full)  # elided to the heading's width
+    assert insp.title.text().endswith("…") and insp.title.toolTip() == full

@@ -19,6 +19,8 @@ FIELD_TITLE = {
     "duration_us": "duration",
     "block_us": "block time",
     "flops": "FLOPs",
+    "call_us": "call time",
+    "copy_out_us": "copy-out time",
 }
 _PROBLEM_PATH = re.compile(r"^program\[(\d+)\](?:\.(\w+))?$")
 

@@ -56,6 +56,7 @@ from swimlanes.ui.editor.inspector_fields import OPTIONAL_TIME, visible_rows
 from swimlanes.ui.editor.inspector_host_times import HostTimeFields
 from swimlanes.ui.editor.inspector_streams import StreamFields
 from swimlanes.ui.editor.inspector_threads import ThreadFields
+from swimlanes.ui.editor.inspector_title import InspectorTitle
 from swimlanes.ui.icons import op_icon
 from swimlanes.ui.style import OP_TITLE
 from swimlanes.units import BYTE_UNITS, best_unit, format_bytes
@@ -91,9 +92,7 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, HostTimeFields, QWidge
         self._live_source: QLineEdit | None = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        self.title = QLabel()
-        self.title.setStyleSheet("font-weight: bold")
-        self.title.setWordWrap(True)
+        self.title = InspectorTitle()  # (a captured kernel's long name must not widen it)
         layout.addWidget(self.title)
         self.call = QLabel()
         self.call.setWordWrap(True)
