@@ -55,3 +55,17 @@ def test_the_captured_lessons_are_in_the_examples_menu_with_their_measurement(
     entry.trigger()
     assert win.example_name == "captured-cupy-streams"
     assert [p.name for p in win.shipped_measurements()] == ["captured-cupy-streams.h200.json"]
+    # A captured program opens with its measurement beside the simulation, op for op.
+    qtbot.waitUntil(lambda: not win.is_loading_measurement(), timeout=20_000)
+    assert win.measured is not None and win.measured.device == "NVIDIA H200"
+    qtbot.waitUntil(lambda: win.comparison is not None, timeout=20_000)
+
+
+def test_a_lesson_that_is_no_capture_opens_without_its_measurement(qtbot, tmp_path) -> None:
+    """A hand-made lesson opens as a design to simulate; its measurement is a menu away."""
+    win = make_window(qtbot, tmp_path)
+    open_initial(win, None)
+    assert win.open_example("two-streams")
+    assert win.shipped_measurements() and not win.is_loading_measurement()
+    assert win.measured is None
+    assert "File > Shipped measurements" in win.statusBar().currentMessage()

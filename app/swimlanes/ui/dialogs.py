@@ -225,7 +225,11 @@ class FileHandling:
         self.actions.lesson.setEnabled(bool(pipeline.extra.get("description")))
         if example:  # its lesson, the first time (once the window is laid out and shown)
             QTimer.singleShot(0, self, lambda: self._offer_first_lesson(example))
-        if example and self.shipped_measurements():
+        shipped = self.shipped_measurements() if example else []
+        if shipped and _is_capture(example):
+            # A captured program is its measurement first: the edits are what-ifs against it.
+            self.open_measurement(str(shipped[0]))  # type: ignore[attr-defined]
+        elif shipped:
             self.status(
                 f"Opened example {example}. A measured run of it ships with Swimlanes: "
                 "File > Shipped measurements",
@@ -532,3 +536,10 @@ def _other_timeline(path: str, device: Any) -> Any:  # noqa: ANN401 - a TaskRunn
             raise ValueError(str(err)) from None
 
     return load
+
+
+def _is_capture(example: str | None) -> bool:
+    """Whether ``example`` is one of the shipped captured programs (resources/captures)."""
+    from swimlanes.resources import capture_names
+
+    return example in capture_names()
