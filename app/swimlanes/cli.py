@@ -246,7 +246,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "program",
         nargs=argparse.REMAINDER,
-        help="after --: the program and its arguments (python prog.py ARGS, or python -m MOD)",
+        help="after --: the program and its arguments (python prog.py ARGS, python -m MOD ARGS "
+        "or python -c CODE ARGS)",
     )
 
     p = sub.add_parser("run", help="run pipelines on the GPU and print the measured timelines")

@@ -27,15 +27,29 @@ from swimlanes.timeline.formats.trace_source import TraceError
 
 def program_argv(words: list[str]) -> list[str]:
     """The program to run from what followed ``--``: ``python prog.py ARGS`` (any python) or
-    ``prog.py ARGS``, or ``python -m module ARGS``."""
+    ``prog.py ARGS``, ``python -m module ARGS`` or ``python -c CODE ARGS``."""
     words = words[1:] if words[:1] == ["--"] else list(words)
     if words and Path(words[0]).name.startswith("python"):
         words = words[1:]
     if not words:
         raise CommandError("no program to capture: give it after --, as in -- python prog.py")
-    if words[0] != "-m" and not Path(words[0]).is_file():
+    if words[0] in ("-m", "-c"):
+        if len(words) < 2:
+            what = "a module name" if words[0] == "-m" else "the program's code"
+            raise CommandError(f"{words[0]} needs {what}, as in -- python {words[0]} ...")
+    elif not Path(words[0]).is_file():
         raise CommandError(f"no such program: {words[0]}")
     return words
+
+
+def program_stem(argv: list[str]) -> str:
+    """The name the capture's files take from the program: its script's or module's name
+    (``program`` for ``-c CODE``)."""
+    if argv[0] == "-c":
+        return "program"
+    if argv[0] == "-m":  # a dotted module name: its last part (pkg.train: train)
+        return argv[1].rsplit(".", 1)[-1] or "program"
+    return Path(argv[0]).stem
 
 
 def run(args: argparse.Namespace) -> int:
@@ -46,7 +60,7 @@ def run(args: argparse.Namespace) -> int:
         raise CommandError(NO_GPU_MESSAGE)
     from swimlanes.gpu.capture import capture_program
 
-    stem = Path(argv[1] if argv[0] == "-m" else argv[0]).stem
+    stem = program_stem(argv)
     try:
         doc = capture_program(argv, keep=args.range, log=lambda m: print(m, file=sys.stderr))
     except GpuError as err:

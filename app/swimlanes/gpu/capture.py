@@ -187,8 +187,9 @@ def _legacy_stream_id(cupti: Any, recorder: _Recorder, be: Any) -> int | None:  
 def capture_program(
     argv: list[str], *, keep: str | None = None, log: Callable[[str], None] | None = None
 ) -> dict[str, Any]:
-    """Run ``argv`` (``[script.py, args...]`` or ``["-m", module, args...]``) under CUPTI and
-    return the capture as a trace document (see :mod:`swimlanes.timeline.formats.cupti_trace`).
+    """Run ``argv`` (``[script.py, args...]``, ``["-m", module, args...]`` or ``["-c", code,
+    args...]``) under CUPTI and return the capture as a trace document (see
+    :mod:`swimlanes.timeline.formats.cupti_trace`).
 
     ``keep`` is a ``--range`` (``NAME`` or ``NAME:K``). Raises :class:`CaptureFailed` when the
     program fails, GpuError when CUPTI cannot be used.
@@ -250,6 +251,11 @@ def _run(argv: list[str]) -> None:
                 raise GpuError("-m needs a module name")
             sys.argv = [argv[1], *argv[2:]]
             runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+        elif argv[0] == "-c":  # as python -c runs it: in a fresh __main__, argv[0] "-c"
+            if len(argv) < 2:
+                raise GpuError("-c needs the program's code")
+            sys.argv = ["-c", *argv[2:]]
+            exec(compile(argv[1], "<string>", "exec"), {"__name__": "__main__"})  # noqa: S102
         else:
             sys.argv = list(argv)
             runpy.run_path(argv[0], run_name="__main__")
