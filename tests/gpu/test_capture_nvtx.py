@@ -72,3 +72,21 @@ def test_a_cupti_marker_record_is_read_with_cupti_pythons_field_names() -> None:
         "marker",
         {"flags": MARKER_START, "timestamp": 7, "id": 3, "name": "step"},
     )
+
+
+@pytest.mark.gpu
+def test_capture_runs_code_given_with_c(tmp_path: Path) -> None:
+    """``-- python -c CODE``: the snippet's copy and kernel come back as a pipeline."""
+    pytest.importorskip("torch")
+    pytest.importorskip("cupti")
+    code = (
+        "import torch; x = torch.ones(1 << 20, device='cuda'); y = (x * 2).cpu(); "
+        "torch.cuda.synchronize()"
+    )
+    cmd = [sys.executable, "-m", "swimlanes", "capture", "--", "python", "-c", code]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    assert done.returncode == 0, done.stdout + done.stderr
+    with open(tmp_path / "program.run.json") as f:
+        program = json.load(f)["pipeline"]["program"]
+    kinds = [op["op"] for op in program]
+    assert "kernel" in kinds and "d2h" in kinds, kinds
