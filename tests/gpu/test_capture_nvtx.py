@@ -83,8 +83,10 @@ def test_capture_runs_code_given_with_c(tmp_path: Path) -> None:
         "import torch; x = torch.ones(1 << 20, device='cuda'); y = (x * 2).cpu(); "
         "torch.cuda.synchronize()"
     )
-    cmd = [sys.executable, "-m", "swimlanes", "capture", "--", "python", "-c", code]
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300, cwd=tmp_path)
+    cmd = [sys.executable, "-m", "swimlanes", "capture", "-o", str(tmp_path / "program.run.json"),
+           "--trace", str(tmp_path / "program.capture.json.gz"),
+           "--", "python", "-c", code]  # fmt: skip
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stdout + done.stderr
     with open(tmp_path / "program.run.json") as f:
         program = json.load(f)["pipeline"]["program"]
