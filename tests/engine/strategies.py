@@ -232,6 +232,7 @@ def device_presets(draw: st.DrawFn) -> DevicePreset:
     }
     for name in (
         "kernel_launch_latency_us", "copy_launch_latency_us", "host_func_latency_us",
+        "host_func_cold_latency_us",
         "kernel_overhead_us", "dependency_latency_us", "kernel_dependency_latency_us",
         "copy_engine_gap_us", "host_call_gap_us",
     ):  # fmt: skip

@@ -186,6 +186,7 @@ def check_preset(p: DevicePreset) -> None:
         "kernel_dependency_latency_us",
         "copy_engine_gap_us",
         "host_func_latency_us",
+        "host_func_cold_latency_us",
         "bidirectional_slowdown",
         "bidirectional_overhead_us",
         "bidirectional_rest_us",

@@ -164,6 +164,10 @@ class DevicePreset:
     #: How long after it may run (its stream's earlier work done, or its call returned on an
     #: idle stream) a ``host_func`` starts: the driver wakes its callback thread.
     host_func_latency_us: float = 0.0
+    #: The same for a run's first ``host_func``: the callback thread, idle since before the run,
+    #: wakes later. Every host function the thread takes before it has woken starts when it
+    #: wakes. 0: as ``host_func_latency_us``.
+    host_func_cold_latency_us: float = 0.0
     #: Device-side time a kernel takes beyond its blocks' time (block launch, exit and the
     #: completion signal): its last blocks end this much later.
     kernel_overhead_us: float = 0.0
@@ -229,6 +233,14 @@ class DevicePreset:
 
     def sync_return_ns(self, kind: str) -> int:
         return round(self.sync_return_us.get(kind, 0.0) * 1000.0)
+
+    def cold_callback_extra_ns(self) -> int:
+        """How much later than ``host_func_latency_us`` after it may run the run's first host
+        function starts (``host_func_cold_latency_us``; 0 when that is 0 or no later)."""
+        if not self.host_func_cold_latency_us:
+            return 0
+        cold = round(self.host_func_cold_latency_us * 1000.0)
+        return max(0, cold - round(self.host_func_latency_us * 1000.0))
 
     def clamp_priority(self, priority: int) -> int:
         """A stream priority clamped into this device's range, as cudaStreamCreateWithPriority."""

@@ -255,10 +255,16 @@ class _Run(QueueDrain):
         self.dirty |= _BLOCKS
 
     def to_callback(self, i: int, t: int) -> None:
-        self.start[i] = t
+        # The run's first host function wakes the idle callback thread, which takes
+        # callback_cold longer; host functions reaching it before then start as it wakes.
+        wake = self.callback_wake
+        if wake < 0:
+            wake = self.callback_wake = t + self.callback_cold
+        start = wake if wake > t else t
+        self.start[i] = start
         solo = self.plan.solo[i]
-        if solo > 0:
-            heappush(self.heap, (t + solo, self.next_seq(), EV_CALLBACK, i, 0))
+        if solo > 0 or start > t:
+            heappush(self.heap, (start + solo, self.next_seq(), EV_CALLBACK, i, 0))
         else:
             self.finish(i, t)
 

@@ -117,6 +117,7 @@ class RunState:
         "quiet", "last_default", "barrier_id", "barrier_ops", "record_of",
         "host_i", "host_t", "host_wait", "dirty", "signal_delay", "groups", "last_kernel",
         "kernel_tail", "sync_return", "dep_latency", "origin", "call_gap", "h2d_chunk",
+        "callback_cold", "callback_wake",
     )  # fmt: skip
 
     def __init__(
@@ -192,6 +193,10 @@ class RunState:
         for kind in ("h2d", "d2h"):
             self.launch_latency[K[kind]] = round(preset.copy_launch_latency_us * 1000.0)
         self.launch_latency[K["host_func"]] = round(preset.host_func_latency_us * 1000.0)
+        # The callback thread wakes (for the run's first host function) this much later, at
+        # callback_wake (-1: not yet).
+        self.callback_cold = preset.cold_callback_extra_ns()
+        self.callback_wake = -1
         self.kernel_tail = round(preset.kernel_overhead_us * 1000.0)
         self.h2d_chunk = preset.pageable_h2d_chunk_bytes
         # Per host behaviour code (plan.ENQ ...): how late a blocking call returns after the

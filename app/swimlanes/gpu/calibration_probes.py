@@ -37,8 +37,10 @@ FULL_SIZES = [KB * 4**i for i in range(11)]  # 1 KB .. 1 GB
 QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
 #: Streams the hardware-queue probe uses (CUDA allows at most 32 connections; 8 by default).
 QUEUE_PROBE_STREAMS = 16
+#: Runs of the cold host-function probe: each run's one callback is its first.
+COLD_HOST_FUNC_RUNS = 5
 #: Pipelines calibrate() runs (for its progress fraction).
-MEASUREMENTS = 16
+MEASUREMENTS = 16 + COLD_HOST_FUNC_RUNS
 #: Trials of the copy-order probe in its one run (it takes the majority's order).
 COPY_ORDER_TRIALS = 5
 
@@ -295,7 +297,28 @@ class Calibration:
         self.raw["host_func_latency_us"] = lags["calling"]
         self.raw["host_func_latency_waiting_us"] = lags["waiting"]
         self.raw["host_func_latency_busy_us"] = lags["busy"]
-        return {"host_func_latency_us": max(0.0, lags["calling"])}
+        cold = self.host_func_cold_latency(k)
+        return {
+            "host_func_latency_us": max(0.0, lags["calling"]),
+            "host_func_cold_latency_us": max(0.0, cold),
+        }
+
+    def host_func_cold_latency(self, k: dict[str, Any]) -> float:
+        """The same lag for a run's first host function, whose callback thread has been idle
+        since before the run: in the random pipelines of the fidelity benchmark (training
+        halves, H100 and H200 hosts) those started 93 to 186 us (median per host) after they
+        could run, 1.5 to 4.9 times ``host_func_latency_us``, while later ones, up to 1.3 ms
+        after the previous callback, started about as the probe above measures. Each of a few
+        runs has one host function (each of its repetitions the first); their median."""
+        program = [dict(k), {"op": "host_func", "stream": "s", "duration_us": 1}]
+        program.append({"op": "stream_sync", "stream": "s"})
+        lags = []
+        for _ in range(COLD_HOST_FUNC_RUNS):
+            tl = self.measure("cold host function", [{"name": "s"}], program)
+            lags.append(_gap_after(tl, 0))
+        self.raw["host_func_cold_latency_runs_us"] = [round(x, 3) for x in lags]
+        self.raw["host_func_cold_latency_us"] = round(float(np.median(lags)), 3)
+        return float(self.raw["host_func_cold_latency_us"])
 
     def sync_return(self) -> dict[str, float]:
         """How long after the device finishes a blocking call returns to the host."""

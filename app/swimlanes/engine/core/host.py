@@ -30,6 +30,8 @@ from swimlanes.engine.core.layout import (
     BLOCKS,
     BUFFERS,
     BUSY,
+    CB_COLD,
+    CB_WAKE,
     COMPUTE,
     CONFIG,
     COST,
@@ -221,11 +223,16 @@ def to_engine(state: tuple[Any, ...], r: int, i: int, t: int) -> None:
     elif r == RUN_INSTANT:
         state[START_TIMES][i] = t
         finish(state, i, t)
-    else:  # a host function
-        state[START_TIMES][i] = t
+    else:  # a host function (RunState.to_callback: the first one wakes the thread late)
+        wake = scalars[CB_WAKE]
+        if wake < 0:
+            wake = t + config[CB_COLD]
+            scalars[CB_WAKE] = wake
+        start = wake if wake > t else t
+        state[START_TIMES][i] = start
         solo = op_times[i, SOLO]
-        if solo > 0:
-            push(state[BUFFERS], scalars, t + solo, EV_CALLBACK, i, 0)
+        if solo > 0 or start > t:
+            push(state[BUFFERS], scalars, start + solo, EV_CALLBACK, i, 0)
         else:
             finish(state, i, t)
 

@@ -59,16 +59,16 @@ N_OP_FLOAT_FIELDS = 2
 (
     HOST_I, HOST_T, DIRTY, HEAP_N, SEQ, WN_N, DP_N, EDGE_N, OCC_N, TODO_N, LAST_DEFAULT,
     BARRIER_ID, BAR_N, HOST_WAITING, HW_N, LK_OP, LK_STREAM, LK_GROUP, GROUP_N, FREE,
-    RES_KERNELS, PEND_N, RUNNING, RUNNING_D2H, POOL_N, POOL_N_D2H, BAIL,
-) = range(27)  # fmt: skip
-N_SCALARS = 27
+    RES_KERNELS, PEND_N, RUNNING, RUNNING_D2H, POOL_N, POOL_N_D2H, BAIL, CB_WAKE,
+) = range(28)  # fmt: skip
+N_SCALARS = 28
 
 # -- configuration (config: int64, config_floats: float64) -----------------------------------------
 (
     N_OPS, COMPUTE, SIGNAL, TRACK, LAT_ON, KTAIL, SM_COUNT, SLOTS_PER_SM, SLOTS, MAX_RES_K,
     SHARED, N_ENG, STICKY, OLDEST_FIRST, FLUID, PAIRED, SMC_COST, SMC_MAXRES, POOL_OF_H2D,
-    POOL_OF_D2H, H2D_KIND, EVENT_WAIT_KIND, N_STREAMS,
-) = range(23)  # fmt: skip
+    POOL_OF_D2H, H2D_KIND, EVENT_WAIT_KIND, N_STREAMS, CB_COLD,
+) = range(24)  # fmt: skip
 LAT0 = 24  # 25 entries: state._dependency_latency's table
 LAUNCH0 = LAT0 + 25  # 32 entries: launch latency per op kind code
 SYNC0 = LAUNCH0 + 32  # 9 entries: sync_return per host code

@@ -168,6 +168,7 @@ def _config(run: RunState) -> tuple[np.ndarray, np.ndarray]:
     config[layout.POOL_OF_H2D], config[layout.POOL_OF_D2H] = 0, 0 if copies.shared else 1
     config[layout.H2D_KIND], config[layout.EVENT_WAIT_KIND] = K["h2d"], K["event_wait"]
     config[layout.N_STREAMS] = len(run.plan.stream_names)
+    config[layout.CB_COLD] = run.callback_cold
     if run.dep_latency is not None:
         config[layout.LAT0 : layout.LAT0 + 25] = run.dep_latency
     config[layout.LAUNCH0 : layout.LAUNCH0 + len(run.launch_latency)] = run.launch_latency
@@ -212,6 +213,7 @@ def build_state(run: RunState) -> State:
     scalars[layout.LK_STREAM], scalars[layout.LK_GROUP] = -1, 0
     scalars[layout.GROUP_N] = 1  # group 0: the empty group last_kernel starts with
     scalars[layout.FREE] = run.blocks.free
+    scalars[layout.CB_WAKE] = run.callback_wake
     n_streams, n_queues = len(plan.stream_names), plan.queue_count
     streams = np.zeros((layout.N_STREAM_ROWS, n_streams), np.int64)
     streams[layout.S_CLASS], streams[layout.S_PRIO] = plan.stream_class, plan.priority

@@ -67,7 +67,9 @@ once.
 
 5. **Engines.** A queue's head goes, as it leaves, to its engine: H2D and D2H copies to the
    copy engines (rule 6), kernels, D2D copies and memsets to the block scheduler (rule 7),
-   host functions to the callback thread (they run their duration there, any number at once),
+   host functions to the callback thread (they run their duration there, any number at once;
+   the run's first wakes the thread, which takes ``host_func_cold_latency_us`` instead of
+   ``host_func_latency_us`` after it may run, and until then the thread starts none),
    event ops nowhere (done at once).
 
 6. **Copy engines** (``devices.CopyEngines``). ``copy_engines_per_direction`` H2D engines

@@ -107,6 +107,8 @@ class Simulation:
         self.new_work = False  # an engine got work (or got free) in this instant
         self.arrivals = 0  # kernels that reached the block scheduler so far
         self.latency = latency_table(preset)
+        # Per callback thread (device): when it woke for the run's first host function.
+        self.callback_wake: dict[int, int] = {}
         # Streams: their last enqueued op, and what they have synchronised with already.
         n_streams = len(streams)
         self.tail = [-1] * n_streams
@@ -424,9 +426,14 @@ class Simulation:
             state.start = t
             self.complete(i, t)
         elif op.engine is Engine.CALLBACK:
-            state.start = t
-            if op.solo_ns > 0:
-                self.clock.at(t + op.solo_ns, CallbackEnd(i))
+            # Rule 5: the run's first host function wakes the idle callback thread, which
+            # takes host_func_cold_latency_us; host functions reaching it sooner wait for that.
+            thread = self.callback_thread(i)
+            if thread not in self.callback_wake:
+                self.callback_wake[thread] = t + self.preset.cold_callback_extra_ns()
+            state.start = max(t, self.callback_wake[thread])
+            if op.solo_ns > 0 or state.start > t:
+                self.clock.at(state.start + op.solo_ns, CallbackEnd(i))
             else:
                 self.complete(i, t)
         elif op.engine is Engine.COPY:
@@ -436,6 +443,10 @@ class Simulation:
             self.new_work = True
         else:
             self.to_sms(i, t)
+
+    def callback_thread(self, i: int) -> int:
+        """The callback thread that runs host function ``i``: one per device."""
+        return 0
 
     def arrival(self, i: int, t: int) -> tuple[int, ...]:
         """The block scheduler serves kernels of one priority in the order they reached it,

@@ -129,6 +129,7 @@ class System(Simulation):
         self.to_examine: deque[int] = deque()
         self.arrivals = 0
         self.latency = latency_table(preset)
+        self.callback_wake: dict[int, int] = {}  # per device (callback_thread)
         n_streams = len(self.streams)
         self.tail = [-1] * n_streams
         self.covered = [-1] * n_streams
@@ -170,6 +171,10 @@ class System(Simulation):
                 thread.host_t = self.ops[th.ops[0]].cost_ns - gap
             out.append(thread)
         return out
+
+    def callback_thread(self, i: int) -> int:
+        """Each device's driver has a callback thread of its own."""
+        return int(self.layout.stream_device[self.ops[i].stream])
 
     def device_of(self, i: int) -> Device:
         """The device whose engines run op ``i`` (its stream's)."""
