@@ -33,3 +33,12 @@ def test_calibrate_measures_a_runs_first_host_function_apart() -> None:
     assert fit["host_func_cold_latency_us"] == max(0.0, raw["host_func_cold_latency_us"])
     # What calibrate stores is a valid preset.
     DevicePreset.from_dict({**get_preset("h200").to_dict(), **fit})
+
+
+def test_calibrate_prints_both_host_function_latencies() -> None:
+    from swimlanes.gpu.calibration_summary import summary_lines
+
+    preset = {**get_preset("h200").to_dict(), "host_func_latency_us": 52.0}
+    preset["host_func_cold_latency_us"] = 125.5
+    lines = summary_lines(preset, {"device": "NVIDIA H200", "backend": "cupti"})
+    assert "host function     starts 52.0 us after it may run (a run's first 125.5 us)" in lines

@@ -29,6 +29,8 @@ def summary_lines(preset: dict[str, Any], raw: dict[str, Any]) -> list[str]:
         )
         + " us after the device is done",
         f"event record      {costs['event_record']:.1f} us host; copy call {costs['h2d']:.1f} us",
+        f"host function     starts {preset.get('host_func_latency_us', 0):.1f} us after it may "
+        f"run (a run's first {preset.get('host_func_cold_latency_us', 0):.1f} us)",
         f"device memory     {preset['memory_gbps']:.0f} GB/s (d2d), memset {mem.get('memset_gbps')} GB/s",
         f"FMA kernel        {preset['peak_tflops']:.1f} TFLOP/s",
         _residency_line(raw),
