@@ -39,6 +39,9 @@ QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
 QUEUE_PROBE_STREAMS = 16
 #: Runs of the cold host-function probe: each run's one callback is its first.
 COLD_HOST_FUNC_RUNS = 5
+#: How long the callback thread idles before the cold probe's host function (a pipeline's
+#: first one follows the previous run's last by milliseconds).
+COLD_HOST_FUNC_IDLE_US = 5000.0
 #: Pipelines calibrate() runs (for its progress fraction).
 MEASUREMENTS = 16 + COLD_HOST_FUNC_RUNS
 #: Trials of the copy-order probe in its one run (it takes the majority's order).
@@ -309,13 +312,17 @@ class Calibration:
         halves, H100 and H200 hosts) those started 93 to 186 us (median per host) after they
         could run, 1.5 to 4.9 times ``host_func_latency_us``, while later ones, up to 1.3 ms
         after the previous callback, started about as the probe above measures. Each of a few
-        runs has one host function (each of its repetitions the first); their median."""
-        program = [dict(k), {"op": "host_func", "stream": "s", "duration_us": 1}]
+        runs has one host function after the callback thread has been idle for
+        COLD_HOST_FUNC_IDLE_US (a run's repetitions follow each other within microseconds: the
+        thread would still be awake from the last one); their median."""
+        program: list[dict[str, Any]] = [{"op": "host", "duration_us": COLD_HOST_FUNC_IDLE_US}]
+        program += [dict(k), {"op": "host_func", "stream": "s", "duration_us": 1}]
         program.append({"op": "stream_sync", "stream": "s"})
         lags = []
         for _ in range(COLD_HOST_FUNC_RUNS):
             tl = self.measure("cold host function", [{"name": "s"}], program)
-            lags.append(_gap_after(tl, 0))
+            kernel = next(r for r in range(len(tl)) if tl.op_kind(r) == "kernel")
+            lags.append(_gap_after(tl, kernel))
         self.raw["host_func_cold_latency_runs_us"] = [round(x, 3) for x in lags]
         self.raw["host_func_cold_latency_us"] = round(float(np.median(lags)), 3)
         return float(self.raw["host_func_cold_latency_us"])
