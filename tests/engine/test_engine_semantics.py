@@ -295,6 +295,37 @@ def test_copies_of_streams_sharing_a_connection_can_have_queues_of_their_own(
     assert tl.start[3] >= 1 * MS
 
 
+@pytest.mark.parametrize("own_copy_queues", [False, True])
+def test_copies_take_the_copy_channels_round_robin_whatever_their_stream(
+    own_copy_queues,
+) -> None:
+    streams = [Stream(f"s{k}") for k in range(6)]
+    dev = replace(IDEAL, connections=0, copy_queue_per_stream=own_copy_queues, copy_channels=4)
+    # s0's H2D waits for its kernel; the H2Ds of s1..s5 are ready at once. The fourth copy
+    # after s0's shares its channel and waits behind it; the others run back to back.
+    program = [kernel("s0", 5), copy("h2d", "s0", 1)]
+    program += [copy("h2d", f"s{k}", 1) for k in range(1, 6)]
+    tl = simulate(pipe(streams, *program), dev)
+    assert span(tl, 1) == (5 * MS, 6 * MS)
+    assert [tl.start[r] for r in (2, 3, 4, 6)] == [0, 1 * MS, 2 * MS, 3 * MS]
+    assert span(tl, 5) == (6 * MS, 7 * MS)  # s4's copy: behind s0's in channel 0
+    assert (1, 5) in deps_of(tl, "queue")
+    # Without copy channels (as before) every ready copy runs while s0's waits.
+    tl = simulate(pipe(streams, *program), replace(dev, copy_channels=0))
+    assert sorted(int(tl.start[r]) for r in range(2, 7)) == [k * MS for k in range(5)]
+
+
+def test_copy_channels_are_per_direction() -> None:
+    streams = [Stream(f"s{k}") for k in range(5)]
+    dev = replace(IDEAL, connections=0, copy_channels=1)
+    # One channel per direction: s1's H2D waits behind s0's held H2D, s2's D2H does not.
+    program = [kernel("s0", 5), copy("h2d", "s0", 1), copy("h2d", "s1", 1)]
+    program.append(copy("d2h", "s2", 1))
+    tl = simulate(pipe(streams, *program), dev)
+    assert tl.start[2] == 6 * MS
+    assert tl.start[3] == 0
+
+
 def test_a_call_repeating_the_one_before_it_costs_its_repeat_cost() -> None:
     dev = replace(
         IDEAL,

@@ -90,13 +90,32 @@ def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
                 qos.append(1 + k % conns)
                 k += 1
         count = 1 + conns
+        channels = 2 * preset.copy_channels  # then the copy channels (see _copy_channels)
+        count += channels
         if preset.copy_queue_per_stream:  # each stream's copies: queue count + stream index
             count += len(streams)
     plan = Plan(names, klass, prio, qos, count)
     plan.shared_queues = preset.hardware_queues == "fermi" or len(set(qos)) < len(qos)
     # A stream whose copies and other work go through two queues needs per-queue chains.
-    plan.shared_queues |= preset.hardware_queues == "hyperq" and preset.copy_queue_per_stream
+    hyperq = preset.hardware_queues == "hyperq"
+    plan.shared_queues |= hyperq and (preset.copy_queue_per_stream or preset.copy_channels > 0)
+    if hyperq and preset.copy_channels:
+        plan.copy_channel_base = 1 + conns
     return plan
+
+
+def _copy_channels(plan: Plan, preset: DevicePreset) -> None:
+    """Each H2D and D2H copy's queue: its direction's copy channels round-robin, in issue
+    order (the preset's ``copy_channels``; the reference simulator's program._queue does the
+    same)."""
+    base, n = plan.copy_channel_base, preset.copy_channels
+    if base < 0:
+        return
+    queue, kind = plan.arrays["queue"], plan.arrays["kind"]
+    for direction, code in enumerate((K["h2d"], K["d2h"])):
+        rows = np.flatnonzero((kind == code) & (queue >= 0))
+        queue[rows] = base + direction * n + np.arange(len(rows)) % n
+    plan.queue = queue.tolist()
 
 
 def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
@@ -172,6 +191,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     plan.kernel = list(map(kernel.__getitem__, ids))  # type: ignore[arg-type]
     if any(x is not None for x in stage):
         plan.stage = list(map(stage.__getitem__, ids))  # type: ignore[arg-type]
+    _copy_channels(plan, preset)
     _measured_calls(plan, program, gap)
     _measured_copy_outs(plan, program, preset)
     return plan

@@ -100,6 +100,8 @@ class Plan:
     queue_of_stream: list[int]
     queue_count: int
     shared_queues: bool = False  # some hardware queue carries more than one stream
+    #: The first of the copy channels' queues (H2D's, then D2H's; -1: no copy channels).
+    copy_channel_base: int = -1
     shape_count: int = 0  # distinct op shapes (each worked out once by the planner)
     kind: list[int] = field(default_factory=list)
     queue: list[int] = field(default_factory=list)  # hardware queue of enqueued ops, else -1

@@ -162,6 +162,8 @@ def check_preset(p: DevicePreset) -> None:
         raise ValueError(f"name: must be at most {MAX_NAME_CHARS} characters")
     if not 0 <= p.connections <= MAX_CONNECTIONS:
         raise ValueError(f"connections: must be 1..{MAX_CONNECTIONS} (0: one queue per stream)")
+    if not 0 <= p.copy_channels <= MAX_CONNECTIONS:
+        raise ValueError(f"copy_channels: must be 0..{MAX_CONNECTIONS} (0: not modelled)")
     if p.copy_order not in COPY_ORDERS:
         raise ValueError(f"copy_order: must be one of {', '.join(COPY_ORDERS)}")
     if p.hardware_queues not in HARDWARE_QUEUE_MODELS:

@@ -34,6 +34,13 @@ FITTED_ROOFLINE: dict[str, float | bool] = {
     "roofline_overlap_by_occupancy": True,
 }
 
+#: How the H100 and H200 hosts measured feed their copy engines, from the fidelity benchmark's
+#: random pipelines (2026-11-24 and 2026-11-25, training halves): the copies of one direction
+#: took four in-order channels round-robin in issue order (a copy that sat ready while its
+#: engine was idle was, in 97% of the idle time, behind an earlier copy four copies before it
+#: that waited for its stream). ``swimlanes calibrate`` writes it into every preset it makes.
+FITTED_COPY_CHANNELS: dict[str, int] = {"copy_channels": 4}
+
 
 def _issue_costs(**overrides: float) -> dict[str, float]:
     costs = dict.fromkeys(OP_KINDS, 0.0)
@@ -89,6 +96,11 @@ class DevicePreset:
     #: stream's copies (measured on H100 and H200: with 16 streams, kernels beyond the 8th
     #: stream waited behind a held-back kernel of the first, copies never did).
     copy_queue_per_stream: bool = False
+    #: Hyper-Q: H2D and D2H copies go, in issue order, round-robin onto this many in-order copy
+    #: channels per direction (0: not modelled, copies queue as ``copy_queue_per_stream`` and
+    #: ``connections`` say), so a copy waiting for its stream holds back the copies issued
+    #: behind it in its channel whatever their stream (:data:`FITTED_COPY_CHANNELS`).
+    copy_channels: int = 0
     copy_engines_per_direction: int = 1
     #: One copy engine (or pool) serving both directions, as on compute capability 1.x.
     shared_copy_engine: bool = False

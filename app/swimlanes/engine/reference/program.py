@@ -100,7 +100,8 @@ def stream_table(pipeline: Pipeline, preset: DevicePreset) -> tuple[list[StreamF
         queue_count = 2 if preset.shared_copy_engine else 3
     else:
         connections = preset.connections or max(1, len(streams) - 1)
-        queue_count = 1 + connections
+        # The connections, then each direction's copy channels, then per-stream copy queues.
+        queue_count = 1 + connections + 2 * preset.copy_channels
         if preset.copy_queue_per_stream:
             queue_count += len(streams)
     assigned = 0
@@ -130,6 +131,7 @@ def op_table(
     gap = round(preset.host_call_gap_us * 1000.0)
     facts = []
     previous_call: tuple | None = None
+    channels = _CopyChannels(preset, streams, queue_count)
     for i, op in enumerate(pipeline.program):
         stream = -1 if op.stream_name is None else index[op.stream_name]
         engine = _ENGINE.get(op.op)
@@ -145,12 +147,16 @@ def op_table(
                 extra = max(0, measured - cost)
             else:
                 cost = measured
+        if channels.takes(op, engine):
+            queue = channels.queue(op)
+        else:
+            queue = _queue(op, engine, stream, streams, queue_count, preset)
         fact = OpFacts(
             index=i,
             kind=op.op,
             label=op.display_label,
             stream=stream,
-            queue=_queue(op, engine, stream, streams, queue_count, preset),
+            queue=queue,
             engine=engine,
             call=call,
             cost_ns=gap + cost,
@@ -230,6 +236,26 @@ def _queue(
     if preset.copy_queue_per_stream and op.op in ("h2d", "d2h", "peer_copy"):
         return queue_count - len(streams) + stream  # each stream's copies: a queue of their own
     return streams[stream].queue
+
+
+class _CopyChannels:
+    """Hyper-Q copy channels (the preset's ``copy_channels``): each direction's H2D and D2H
+    copies take its channels round-robin, in issue order."""
+
+    def __init__(self, preset: DevicePreset, streams: list[StreamFacts], queue_count: int):
+        self.n = preset.copy_channels if preset.hardware_queues == "hyperq" else 0
+        # The channels follow the connections: before the per-stream copy queues, if any.
+        per_stream = len(streams) if preset.copy_queue_per_stream else 0
+        self.base = queue_count - per_stream - 2 * self.n
+        self.issued = {"h2d": 0, "d2h": 0}
+
+    def takes(self, op: Op, engine: Engine | None) -> bool:
+        return self.n > 0 and engine is not None and op.op in self.issued
+
+    def queue(self, op: Op) -> int:
+        k = self.issued[op.op]
+        self.issued[op.op] = k + 1
+        return self.base + (0 if op.op == "h2d" else self.n) + k % self.n
 
 
 def _engine_class(kind: str, preset: DevicePreset) -> int:
@@ -352,6 +378,6 @@ def shared_queues(ops: list[OpFacts], streams: list[StreamFacts], preset: Device
     """Whether some hardware queue carries ops of more than one stream."""
     if preset.hardware_queues == "fermi":
         return True
-    if preset.copy_queue_per_stream:  # a stream's copies and other work: two queues
+    if preset.copy_queue_per_stream or preset.copy_channels:  # copies in queues of their own
         return True
     return len({s.queue for s in streams}) < len(streams)
