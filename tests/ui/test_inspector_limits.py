@@ -134,3 +134,16 @@ def test_every_accepted_edit_saves_a_file_that_loads(editor: Editor, tmp_path: P
                 _type(getattr(insp, name), value)
     loaded = _saved_and_loaded(editor, tmp_path)
     assert len(loaded.program) == len(sample().program)
+
+
+def test_a_default_streams_priority_cannot_be_edited(editor: Editor) -> None:
+    """CUDA creates a default stream without a priority (the simulator runs it at 0): its field
+    is read-only and says why; a created stream's stays editable."""
+    c, insp = editor.controller, editor.inspector
+    kinds = {"per_thread_default": False, "legacy_default": False, "blocking": True}
+    for kind, editable in kinds.items():
+        c.pipeline.stream("s2").kind = kind
+        c.set_selected_stream("s1")
+        c.set_selected_stream("s2")
+        assert insp.priority.isEnabled() is editable, kind
+        assert ("default priority (0)" in insp.priority.toolTip()) is not editable, kind

@@ -67,7 +67,7 @@ _KERNEL = K["kernel"]
 def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     streams = pipeline.all_streams
     names = [s.name for s in streams]
-    klass = []
+    klass, prio = [], []
     for s in streams:
         if s.name == DEFAULT_STREAM or s.kind == "legacy_default":
             klass.append(STREAM_LEGACY)
@@ -75,7 +75,8 @@ def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
             klass.append(STREAM_NON_BLOCKING)
         else:
             klass.append(STREAM_BLOCKING)
-    prio = [preset.clamp_priority(s.priority) for s in streams]
+        default = klass[-1] == STREAM_LEGACY or s.kind == "per_thread_default"
+        prio.append(preset.stream_priority(s.priority, default))
     if preset.hardware_queues == "fermi":
         # Queues by engine, not by stream: 0 compute, then one per copy pool.
         qos = [0] * len(streams)

@@ -258,6 +258,12 @@ class DevicePreset:
         """A stream priority clamped into this device's range, as cudaStreamCreateWithPriority."""
         return max(self.priority_greatest, min(self.priority_least, priority))
 
+    def stream_priority(self, priority: int, default_stream: bool) -> int:
+        """The priority a stream's kernels run at. A default stream (legacy or per-thread) is
+        not created with a priority: CUDA gives it the default one (0), whatever the document
+        says; a created stream's priority is clamped as cudaStreamCreateWithPriority does."""
+        return self.clamp_priority(0 if default_stream else priority)
+
     def copy_ns(self, kind: str, nbytes: int, host_memory: str = "pinned") -> int:
         """Time of one copy alone on an idle engine (``kind`` is h2d, d2h or d2d)."""
         if kind == "d2d":

@@ -119,7 +119,9 @@ def stream_table(pipeline: Pipeline, preset: DevicePreset) -> tuple[list[StreamF
         else:  # round-robin over the connections, in creation order
             queue = 1 + assigned % connections
             assigned += 1
-        facts.append(StreamFacts(s.name, klass, preset.clamp_priority(s.priority), queue))
+        default = klass is StreamClass.LEGACY or s.kind == "per_thread_default"
+        priority = preset.stream_priority(s.priority, default)
+        facts.append(StreamFacts(s.name, klass, priority, queue))
     return facts, queue_count
 
 

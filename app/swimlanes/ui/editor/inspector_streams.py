@@ -91,6 +91,10 @@ class StreamFields:
         fixed = stream.name == DEFAULT_STREAM
         for w in (self.stream_name, self.stream_kind, self.priority):
             w.setEnabled(not fixed)
+        # CUDA creates a default stream without a priority: it runs at 0 whatever is typed.
+        default_kind = stream.kind in ("legacy_default", "per_thread_default")
+        self.priority.setEnabled(not fixed and not default_kind)
+        self.priority.setToolTip(DEFAULT_PRIORITY_TIP if default_kind else "")
         self._show_stream_device(stream, self.controller.pipeline)
         self._show_stream_thread(stream, self.controller.pipeline)
 
@@ -124,6 +128,13 @@ class StreamFields:
             return
         if value != stream.priority:
             self._push(fld, SetStreamFields(stream.name, priority=int(value)))
+
+
+#: Why a default stream's priority cannot be edited.
+DEFAULT_PRIORITY_TIP = (
+    "A default stream runs at the default priority (0): CUDA creates it without one, so a "
+    "priority here has no effect. Make it a blocking or non-blocking stream to give it one."
+)
 
 
 def _stream_call(stream: Stream) -> str:
