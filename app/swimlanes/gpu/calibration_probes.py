@@ -139,9 +139,10 @@ class Calibration:
 
     def copy_order(self, n: int) -> str:
         """The copy engine's order among ready copies, by a majority of COPY_ORDER_TRIALS
-        trials in one run: copies issued at once race to be ready, and one trial can see the
-        race go the other way (on an H200 in 2026-11, one calibration's single trial gave
-        "measured" on a host whose programs' copies then ran first come first served)."""
+        trials in one run (``calibration_programs.copy_order_of`` reads each): whether a
+        stream's second copy overtakes another stream's earlier one. The order three copies
+        issued at once ran in is recorded too; it varies from host to host and decides
+        nothing."""
         s = [{"name": f"s{i}", "kind": "non_blocking"} for i in (1, 2, 3)]
         trial = [{"op": "h2d", "stream": f"s{i}", "bytes": n} for i in (1, 2, 3)]
         trial += [{"op": "device_sync"}, {"op": "h2d", "stream": "s1", "bytes": n}]

@@ -48,12 +48,13 @@ def copy_order_of(probe: dict[str, Any]) -> str:
     if isinstance(trials, list) and trials:
         votes = Counter(copy_order_of(t) for t in trials if isinstance(t, dict))
         return max(ORDERS_BY_PREFERENCE, key=lambda order: votes[order])  # first of the most
-    ran = probe.get("three_streams_issued_s1_s2_s3_ran")
     second = [str(name).split("#")[0] for name in probe.get("issued_s1_s2_s1_ran", [])]
-    if ran != ["s1", "s2", "s3"]:
-        return "measured"  # copies readied at once did not run in issue order
     # The engine serves the longest waiting, after the stream it just served if s1's second
-    # copy overtook s2's earlier one.
+    # copy overtook s2's earlier one. Which of three copies readied at once ran first
+    # (``three_streams_issued_s1_s2_s3_ran``) is kept in the record but decides nothing: on the
+    # four hosts where they ran s1, s3, s2 (2026-11-25), the fidelity benchmark's pipelines fit
+    # "stream_fifo" better than "measured" (held-out p90 0.5 to 1.3 points lower on all four,
+    # with the copy channels modelled).
     return "stream_fifo" if second == ["s1", "s1", "s2"] else "fifo"
 
 
