@@ -159,7 +159,7 @@ class FileHandling:
         c = self.controller
         if c.path:
             return c.path.stem
-        return self.example_name or _slug(c.pipeline.name, "pipeline")
+        return self.example_name or file_slug(c.pipeline.name, "pipeline")
 
     def maybe_save(self) -> bool:
         """Ask about unsaved changes; False when the user cancelled."""
@@ -372,117 +372,6 @@ class FileHandling:
         if self.example_name == example:  # still the open document
             offer_first_lesson(self, self.settings, example, self.controller.pipeline.extra)  # type: ignore[arg-type]
 
-    # -- measurements (loading: measurement_loading.MeasurementLoading) -------------------
-    def save_measurement(self) -> bool:
-        from swimlanes.timeline.formats.io import save_run
-
-        if self.measured is None:
-            return False
-        suggested = str(Path.home() / f"{self.document_stem()}.{_slug(self.measured.device)}.json")
-        path = save_file(self, "Save measurement", suggested, "Swimlanes runs (*.json)")
-        if not path:
-            return False
-        try:
-            save_run(path, self.measured, self.measured_pipeline)
-        except OSError as err:
-            show_error(self, "Cannot save measurement", f"{path}: {err}")
-            return False
-        self.status(f"Saved measurement {path}")
-        return True
-
-    # -- export -------------------------------------------------------------------------------
-    def _timelines(self) -> list[Any]:
-        return [t for t in (self.simulated, self.measured) if t is not None]
-
-    def _export_path(self, caption: str, suffix: str, filters: str) -> str | None:
-        if not self._timelines():
-            show_error(self, caption, "There is nothing to export yet.")
-            return None
-        suggested = str(Path.home() / f"{self.document_stem()}{suffix}")
-        return save_file(self, caption, suggested, filters)
-
-    def export_image(self, visible_range: bool = False) -> bool:
-        from swimlanes.ui.export_image import export_image
-
-        path = self._export_path("Export image", ".png", IMAGE_FILTER)
-        if not path:
-            return False
-        if Path(path).suffix.lower() not in (".png", ".svg", ".pdf"):
-            path += ".png"
-        x_range = self.charts.x_range_ns() if visible_range else None
-        return self._export(
-            path,
-            lambda: export_image(
-                path,
-                self.simulated,
-                self.measured,
-                title=self.document_name(),
-                x_range_ns=x_range,
-                pipeline_name=self.controller.pipeline.name,
-            ),
-        )
-
-    def export_trace(self) -> bool:
-        from swimlanes.timeline.formats.chrome_trace import write_chrome_trace
-
-        path = self._export_path("Export Perfetto trace", ".trace.json", TRACE_FILTER)
-        return bool(path) and self._export(
-            path, lambda: write_chrome_trace(self._timelines(), path)
-        )
-
-    def export_csv(self) -> bool:
-        from swimlanes.timeline.formats.csv_export import write_op_csv
-
-        path = self._export_path("Export CSV", ".csv", CSV_FILTER)
-        return bool(path) and self._export(path, lambda: write_op_csv(self._timelines(), path))
-
-    def export_code(self, language: str = "") -> bool:
-        """File > Export code: the pipeline as a Numba CUDA script (.py) or a CUDA C++ program
-        (.cu). The file-type filter picks the language (``language`` is the one offered first);
-        a name typed with the other language's suffix gets that language."""
-        from swimlanes.codegen import LANGUAGES
-        from swimlanes.model.atomic_write import write_text_atomic
-
-        if language not in CODE_FILTERS:
-            language = self.code_view.language()
-        folder = self.controller.path.parent if self.controller.path else Path.home()
-        suggested = str(folder / f"{self.document_stem()}{CODE_FILTERS[language][1]}")
-        filters = ";;".join(f for f, _ in CODE_FILTERS.values())
-        chosen = save_file_with_filter(
-            self, "Export code", suggested, filters, CODE_FILTERS[language][0]
-        )
-        if not chosen:
-            return False
-        path, picked = chosen
-        language = next((k for k, (f, _) in CODE_FILTERS.items() if f == picked), language)
-        suffix = Path(path).suffix.lower()
-        by_suffix = [k for k, (_, s) in CODE_FILTERS.items() if s == suffix]
-        if by_suffix:
-            language = by_suffix[0]
-        else:
-            path += CODE_FILTERS[language][1]
-        pipeline = self.controller.pipeline
-        try:
-            write_text_atomic(path, LANGUAGES[language](pipeline))
-        except (OSError, ValueError) as err:  # ValueError: CodegenError, a number too large
-            why = (err.strerror if isinstance(err, OSError) else None) or err
-            show_error(self, "Export failed", f"{path}: {why}\n\nNothing was written.")
-            return False
-        kind = "Numba CUDA Python script" if language == "python" else "CUDA C++ program"
-        self.status(f"Exported the {kind} of {len(pipeline.program)} ops to {path}")
-        return True
-
-    def _export(self, path: str, write: Any) -> bool:
-        try:
-            write()
-        except (OSError, ValueError) as err:
-            why = (err.strerror if isinstance(err, OSError) else None) or err
-            # The writers leave a file already at ``path`` as it was.
-            show_error(self, "Export failed", f"{path}: {why}\n\nNothing was written.")
-            return False
-        self.status(f"Exported {path}")
-        return True
-
     def status(self, text: str, msecs: int = 8000) -> None:
         self.statusBar().showMessage(text, msecs)  # type: ignore[attr-defined]
 
@@ -508,7 +397,7 @@ def _lesson_title(path: Path) -> str:
     return str(data.get("lesson", "")) if isinstance(data, dict) else ""
 
 
-def _slug(text: str, default: str = "gpu") -> str:
+def file_slug(text: str, default: str = "gpu") -> str:
     """``text`` as a file-name part: lower case, runs of other characters as one '-'."""
     return re.sub(r"[^0-9a-z]+", "-", text.lower()).strip("-") or default
 

@@ -2,9 +2,9 @@
 
 It owns the document controller and the long-running helpers (re-simulation, GPU runs in a
 child process, autosave) and connects the views through the controller's shared selection.
-File handling, measurements and exports live in dialogs.FileHandling, the device preset and
-GPU runs in device_controls.DeviceControls, the charts and the tables under them in
-result_views.ResultViews (built after the first paint when the app starts).
+File handling lives in dialogs.FileHandling, saving and exports in export_actions.ExportActions,
+the device preset and GPU runs in device_controls.DeviceControls, the charts and the tables under
+them in result_views.ResultViews (built after the first paint when the app starts).
 """
 
 from __future__ import annotations
@@ -38,6 +38,7 @@ from swimlanes.ui.dialogs import FileHandling
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor import HostProgramPanel, Inspector, LaneEditor, OpPalette
 from swimlanes.ui.editor.undo_keys import DocumentUndoKeys
+from swimlanes.ui.export_actions import ExportActions
 from swimlanes.ui.gpu_runner import GpuRunner
 from swimlanes.ui.measurement_loading import LoadProgress, MeasurementLoading
 from swimlanes.ui.result_views import ResultViews, schedule_placeholder
@@ -55,7 +56,13 @@ PLAY_SECONDS = 5.0
 
 
 class MainWindow(
-    SimulationResults, FileHandling, MeasurementLoading, DeviceControls, ResultViews, QMainWindow
+    SimulationResults,
+    FileHandling,
+    ExportActions,
+    MeasurementLoading,
+    DeviceControls,
+    ResultViews,
+    QMainWindow,
 ):
     """Swimlanes' main window. ``gpu_available`` and ``gpu_runner`` can be injected (tests).
 
