@@ -45,6 +45,7 @@ from swimlanes.engine.preset_model import (
     DevicePreset,
     _sorted_points,
     main_loop_fraction,
+    warp_loads,
 )
 from swimlanes.model.document import DEFAULT_STREAM, STREAM_OPS
 
@@ -269,7 +270,8 @@ def _roofline(
         per_sm_rate = np.minimum(compute_rate / p.sm_count, warps * p.warp_gflops)
         compute_rate = np.minimum(compute_rate, sms * per_sm_rate)
     if p.warp_gbps:
-        memory_rate = np.minimum(memory_rate, (sms * warps) * p.warp_gbps)
+        loads = np.array([warp_loads(w, p) for w in warps.tolist()], dtype=np.float64)
+        memory_rate = np.minimum(memory_rate, (sms * loads) * p.warp_gbps)
     both = (flops > 0) & (nbytes > 0)
     if p.roofline_tail_efficiency != 1.0:  # the one-element loop: see DevicePreset
         elements = (nbytes // ROOFLINE_BYTES_PER_ELEMENT).astype(np.int64)

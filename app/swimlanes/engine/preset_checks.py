@@ -234,6 +234,8 @@ def check_preset(p: DevicePreset) -> None:
         raise ValueError("roofline_tail_efficiency: must be a number above 0, at most 1")
     if not 0 <= p.roofline_startup_us <= 1000:
         raise ValueError("roofline_startup_us: must be a number from 0 to 1000")
+    if not 0 < p.warp_gbps_exponent <= 1:
+        raise ValueError("warp_gbps_exponent: must be a number above 0, at most 1")
     for key in ("warp_gflops", "warp_gbps"):
         if not 0 <= getattr(p, key) <= MAX_RATE:
             raise ValueError(f"{key}: must be a number from 0 to {MAX_RATE:g}")

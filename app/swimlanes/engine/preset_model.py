@@ -27,11 +27,14 @@ ROOFLINE_BYTES_PER_ELEMENT = 8
 #: the host, and ``swimlanes calibrate`` writes them into every preset it makes.
 #: ``roofline_overlap_by_occupancy`` is the rule the fidelity benchmark's kernels that ran alone
 #: showed (2026-11-25): at low occupancy the measured times exceeded the constant overlap's by a
-#: quarter to a third.
+#: quarter to a third. ``warp_gbps_exponent``: the same kernels' memory traffic per warp fell
+#: as a grid kept more warps resident per SM (2.2 GB/s alone, 1.8 with 16 warps on one SM,
+#: 1.6 with 4 on every SM; 2026-11-25, nine data sets' training halves).
 FITTED_ROOFLINE: dict[str, float | bool] = {
     "roofline_startup_us": 3.0,
     "roofline_tail_efficiency": 0.6,
     "roofline_overlap_by_occupancy": True,
+    "warp_gbps_exponent": 0.9,
 }
 
 #: How the H100 and H200 hosts measured feed their copy engines, from the fidelity benchmark's
@@ -74,6 +77,14 @@ def main_loop_fraction(elements: Any, threads: Any) -> Any:
     ints, or numpy arrays of them (the planner's columns: one formula for both engines)."""
     q, r = divmod(elements, threads)  # r threads have q + 1 elements, the others q
     return (r * ((q + 1) // 4 * 4) + (threads - r) * (q // 4 * 4)) / elements
+
+
+def warp_loads(warps: int, preset: DevicePreset) -> float:
+    """The memory traffic of ``warps`` resident warps of one SM, in single warps' worth
+    (``warps ** warp_gbps_exponent``; Python's pow: the planner's columns use it as well, so
+    both engines round alike)."""
+    exponent = preset.warp_gbps_exponent
+    return float(warps) if exponent == 1.0 else float(warps) ** exponent
 
 
 @dataclass(frozen=True)
@@ -149,6 +160,10 @@ class DevicePreset:
     #: whatever the grid.
     warp_gflops: float = 0.0
     warp_gbps: float = 0.0
+    #: How a grid's memory traffic per SM grows with the warps it keeps resident per SM:
+    #: ``warp_gbps`` x warps ** this (1: in proportion; below 1, each warp's loads wait longer
+    #: as more are in flight; :data:`FITTED_ROOFLINE`).
+    warp_gbps_exponent: float = 1.0
     #: How much of a ``flops``/``bytes`` kernel's shorter part (compute or memory traffic)
     #: hides under its longer part: 1 is the textbook roofline (the slower of the two), 0 one
     #: after the other. The synthetic kernel that runs such an op loads, computes and stores in
@@ -315,7 +330,7 @@ class DevicePreset:
                 per_sm_rate = min(compute_rate / self.sm_count, warps * self.warp_gflops)
                 compute_rate = min(compute_rate, sms * per_sm_rate)
             if self.warp_gbps:
-                memory_rate = min(memory_rate, sms * warps * self.warp_gbps)
+                memory_rate = min(memory_rate, sms * warp_loads(warps, self) * self.warp_gbps)
         overlap = self.roofline_overlap
         if flops and nbytes and blocks > 0 and threads > 0:
             if self.roofline_tail_efficiency != 1.0:
