@@ -11,6 +11,7 @@ from dataclasses import replace
 import pytest
 
 from swimlanes.engine import get_preset, simulate
+from swimlanes.engine.reference import simulate_reference
 from swimlanes.model.document import Op, Pipeline, Stream
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
 
@@ -43,6 +44,7 @@ def deps_of(tl: Timeline, kind: str) -> set[tuple[int, int]]:
 
 
 S12 = [Stream("s1"), Stream("s2")]
+S01 = [Stream("s0"), Stream("s1")]
 
 
 # -- 1. the host thread -----------------------------------------------------------------------
@@ -324,6 +326,33 @@ def test_copy_channels_are_per_direction() -> None:
     tl = simulate(pipe(streams, *program), dev)
     assert tl.start[2] == 6 * MS
     assert tl.start[3] == 0
+
+
+def test_copies_of_few_streams_keep_a_copy_channel_per_stream() -> None:
+    dev = replace(IDEAL, connections=0, copy_channels=4)
+    # Two streams copy: each keeps a channel of its own, so s1's four H2Ds run back to back
+    # while s0's waits for its kernel (round-robin would put s1's fourth behind s0's).
+    program = [kernel("s0", 5), copy("h2d", "s0", 1)]
+    program += [copy("h2d", "s1", 1) for _ in range(4)]
+    for tl in (simulate(pipe(S01, *program), dev), simulate_reference(pipe(S01, *program), dev)):
+        assert [int(tl.start[r]) for r in range(2, 6)] == [k * MS for k in range(4)]
+        assert span(tl, 1) == (5 * MS, 6 * MS)
+        assert not deps_of(tl, "queue")
+
+
+def test_a_copy_engine_keeps_serving_the_copy_channel_it_served_last() -> None:
+    streams = [Stream(f"s{k}") for k in range(5)]
+    dev = replace(IDEAL, connections=0, copy_channels=4, copy_order="stream_fifo")
+    # Five streams: the channels round-robin. When s0's first copy (channel 0) ends, the
+    # engine takes s3's (channel 0, behind it), not s0's second (channel 1, just readied),
+    # then the longest-waiting heads.
+    program = [copy("h2d", "s0", 1), copy("h2d", "s0", 1), copy("h2d", "s1", 1)]
+    program += [copy("h2d", "s2", 1), copy("h2d", "s3", 1), copy("h2d", "s4", 1)]
+    for tl in (
+        simulate(pipe(streams, *program), dev),
+        simulate_reference(pipe(streams, *program), dev),
+    ):
+        assert [int(tl.start[r]) // MS for r in range(6)] == [0, 4, 2, 3, 1, 5]
 
 
 def test_a_call_repeating_the_one_before_it_costs_its_repeat_cost() -> None:

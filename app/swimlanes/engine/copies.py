@@ -27,8 +27,12 @@ H2D, D2H = 0, 1
 def choose_copy(ready: list[tuple], last_stream: int, order: str = "measured") -> int:
     """Position in ``ready`` of the copy an idle engine starts next.
 
-    ``ready`` holds tuples starting ``(ready_time, op, stream, ...)``. The orders, as
-    ``swimlanes calibrate`` tells them apart on the GPU:
+    ``ready`` holds tuples starting ``(ready_time, op, stream, ...)``; with copy channels
+    modelled the third item is the copy's channel instead (plan.copy_key), and "stream" below
+    reads "channel": of many streams' copies issued at once, the engine ran two of one channel
+    back to back more often (80-82% of its choices on the random pipelines' training halves)
+    than two of one stream (64-68%). The orders, as ``swimlanes calibrate`` tells them apart
+    on the GPU:
 
     * ``"stream_fifo"``: the engine keeps serving the stream it just served while that stream
       has a ready copy (copies issued s1, s2, s1 ran s1, s1, s2), and otherwise takes the copy

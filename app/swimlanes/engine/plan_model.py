@@ -107,6 +107,9 @@ class Plan:
     queue: list[int] = field(default_factory=list)  # hardware queue of enqueued ops, else -1
     run: list[int] = field(default_factory=list)  # RUN_* for enqueued ops, -1 for host-only
     stream: list[int] = field(default_factory=list)
+    #: What a copy engine's preference for more of the same follows, per op: the copy's
+    #: channel (a number past the streams') when copy channels are modelled, else its stream.
+    copy_key: list[int] = field(default_factory=list)
     host: list[int] = field(default_factory=list)
     cost: list[int] = field(default_factory=list)
     solo: list[int] = field(default_factory=list)

@@ -195,12 +195,13 @@ class _Run(QueueDrain):
     def make_to_copy_engine(self) -> Callable[[int, int], None]:
         """The entry of copy engines (a closure: it runs once per copy)."""
         plan = self.plan
-        kind, stream, solo, pools = plan.kind, plan.stream, plan.solo, self.copy_pools
+        kind, key, solo, pools = plan.kind, plan.copy_key, plan.solo, self.copy_pools
 
         def to_copy_engine(i: int, t: int) -> None:
-            # The copy engines' ready pools: (ready_time, op, stream, direction, work_ns).
+            # The copy engines' ready pools: (ready_time, op, key, direction, work_ns), the key
+            # being the copy's channel or stream (plan.copy_key).
             direction = H2D if kind[i] == _H2D else D2H
-            pools[direction].append((t, i, stream[i], direction, solo[i]))
+            pools[direction].append((t, i, key[i], direction, solo[i]))
             self.dirty |= _COPIES
 
         return to_copy_engine

@@ -19,6 +19,7 @@ from swimlanes.engine.core.layout import (
     BAIL,
     BATCH_DONE,
     COPIES,
+    COPY_KEY,
     D2H,
     DIRTY,
     E_CONTENDED,
@@ -67,7 +68,6 @@ from swimlanes.engine.core.layout import (
     SMS_IDLE,
     SOLO,
     STICKY,
-    STREAM,
     W_BLOCK_NS,
     W_CARRY,
     W_COST,
@@ -119,7 +119,7 @@ def choose_copy(
     b0 = b1 = b2 = 0
     for pos in range(scalars[POOL_N + pool]):
         op = pool_ops[pool, pos]
-        same = 0 if not sticky or op_codes[op, STREAM] == last_stream else 1
+        same = 0 if not sticky or op_codes[op, COPY_KEY] == last_stream else 1
         k1 = pool_times[pool, pos] if oldest else -pool_times[pool, pos]
         if best < 0 or same < b0 or (same == b0 and (k1 < b1 or (k1 == b1 and op < b2))):
             best, b0, b1, b2 = pos, same, k1, op
@@ -173,7 +173,7 @@ def copies_dispatch(
         direction = H2D if op_codes[op, KIND] == config[H2D_KIND] else D2H
         work = op_times[op, SOLO]
         copy_engines[E_OP, e] = op
-        copy_engines[E_LAST_STREAM, e] = op_codes[op, STREAM]
+        copy_engines[E_LAST_STREAM, e] = op_codes[op, COPY_KEY]
         copy_engines[E_SINCE, e] = t
         copy_engine_floats[E_REMAINING, e] = float(work)
         copy_engines[E_CONTENDED, e] = 0

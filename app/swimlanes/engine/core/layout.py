@@ -48,9 +48,9 @@ N_OP_TIME_FIELDS = 13
 # -- per-op int32 table (op_codes) columns: codes and op numbers (half an int64 column's memory)
 (
     KIND, STREAM, QUEUE, RUN, HOSTC, NEXTQ, PREV, ORIGIN, RECORD, DLEN, GROUP, NEXTDEF,
-    W_PRIO, W_COST, W_STARTED,
-) = range(15)  # fmt: skip
-N_OP_CODE_FIELDS = 15
+    W_PRIO, W_COST, W_STARTED, COPY_KEY,
+) = range(16)  # fmt: skip
+N_OP_CODE_FIELDS = 16
 # -- per-op float64 table (op_floats) columns: a kernel's (or SM copy's) ns per block, carry
 W_BLOCK_NS, W_CARRY = range(2)
 N_OP_FLOAT_FIELDS = 2

@@ -75,6 +75,7 @@ def _op_tables(run: RunState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         op_codes[:n, row] = arrays[name]
     # Host codes, costs and device times: the lists the loop reads (adjust_plan changes them).
     op_codes[:n, layout.HOSTC] = _column(plan.host, n)
+    op_codes[:n, layout.COPY_KEY] = _column(plan.copy_key, n)
     op_times[:n, layout.COST] = _column(plan.cost, n)
     op_times[n, layout.COST] = layout.INF
     op_times[:n, layout.SOLO] = _column(plan.solo, n)

@@ -77,7 +77,8 @@ once.
    ``shared_copy_engine``); each runs one copy at a time for its time alone (latency +
    bytes / bandwidth, a measured table, pageable rates or chunked staging, or
    ``duration_us``). An idle engine that has rested takes, among the ready copies of its pool,
-   the one of the stream it served last, else the longest waiting (``copy_order``
+   the one of the stream it served last (of the copy channel, with ``copy_channels``), else
+   the longest waiting (``copy_order``
    "stream_fifo") or the most recently readied ("measured"); or simply the longest waiting
    ("fifo", and always on Fermi); ties by program order.
    Bandwidth is fluid: while k copies of one direction run each takes k times as long, and

@@ -83,7 +83,7 @@ class Clock:
 class ReadyCopy:
     ready_time: int
     op: int
-    stream: int
+    stream: int  # its channel instead with copy channels modelled (OpFacts.copy_key)
     direction: int
     work_ns: int
 

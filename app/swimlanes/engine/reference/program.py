@@ -90,6 +90,9 @@ class OpFacts:
     stage_ns: int | None = None  # pageable H2D: staging; pageable D2H: last chunk copied out
     kernel: KernelShape | None = None
     engine_class: int = NO_CLASS
+    #: What a copy engine's preference for more of the same follows: the copy's channel (a
+    #: number past the streams'), None: its stream.
+    copy_key: int | None = None
 
 
 def stream_table(pipeline: Pipeline, preset: DevicePreset) -> tuple[list[StreamFacts], int]:
@@ -133,7 +136,7 @@ def op_table(
     gap = round(preset.host_call_gap_us * 1000.0)
     facts = []
     previous_call: tuple | None = None
-    channels = _CopyChannels(preset, streams, queue_count)
+    channels = _CopyChannels(preset, streams, queue_count, pipeline.program)
     for i, op in enumerate(pipeline.program):
         stream = -1 if op.stream_name is None else index[op.stream_name]
         engine = _ENGINE.get(op.op)
@@ -149,8 +152,10 @@ def op_table(
                 extra = max(0, measured - cost)
             else:
                 cost = measured
+        copy_key = None
         if channels.takes(op, engine):
             queue = channels.queue(op)
+            copy_key = len(streams) + queue
         else:
             queue = _queue(op, engine, stream, streams, queue_count, preset)
         fact = OpFacts(
@@ -166,6 +171,7 @@ def op_table(
             nbytes=op.bytes or 0,
             event=op.event,
             engine_class=_engine_class(op.op, preset),
+            copy_key=copy_key,
         )
         if (
             op.copy_out_us is not None
@@ -241,15 +247,31 @@ def _queue(
 
 
 class _CopyChannels:
-    """Hyper-Q copy channels (the preset's ``copy_channels``): each direction's H2D and D2H
-    copies take its channels round-robin, in issue order."""
+    """Hyper-Q copy channels (the preset's ``copy_channels``): a direction's H2D or D2H
+    copies from at most that many streams keep a channel per stream (in the order of each
+    stream's first copy); from more streams they take the channels round-robin, in issue
+    order."""
 
-    def __init__(self, preset: DevicePreset, streams: list[StreamFacts], queue_count: int):
+    def __init__(
+        self,
+        preset: DevicePreset,
+        streams: list[StreamFacts],
+        queue_count: int,
+        program: list[Op],
+    ):
         self.n = preset.copy_channels if preset.hardware_queues == "hyperq" else 0
         # The channels follow the connections: before the per-stream copy queues, if any.
         per_stream = len(streams) if preset.copy_queue_per_stream else 0
         self.base = queue_count - per_stream - 2 * self.n
         self.issued = {"h2d": 0, "d2h": 0}
+        # Per direction: each stream's own channel, or None (more streams than channels).
+        self.own: dict[str, dict[str | None, int] | None] = {}
+        for kind in self.issued:
+            own: dict[str | None, int] = {}
+            for op in program:
+                if op.op == kind:
+                    own.setdefault(op.stream_name, len(own))
+            self.own[kind] = own if len(own) <= self.n else None
 
     def takes(self, op: Op, engine: Engine | None) -> bool:
         return self.n > 0 and engine is not None and op.op in self.issued
@@ -257,7 +279,9 @@ class _CopyChannels:
     def queue(self, op: Op) -> int:
         k = self.issued[op.op]
         self.issued[op.op] = k + 1
-        return self.base + (0 if op.op == "h2d" else self.n) + k % self.n
+        own = self.own[op.op]
+        channel = k % self.n if own is None else own[op.stream_name]
+        return self.base + (0 if op.op == "h2d" else self.n) + channel
 
 
 def _engine_class(kind: str, preset: DevicePreset) -> int:

@@ -438,7 +438,8 @@ class Simulation:
                 self.complete(i, t)
         elif op.engine is Engine.COPY:
             direction = H2D if op.kind == "h2d" else D2H
-            ready = ReadyCopy(t, i, op.stream, direction, op.solo_ns)
+            key = op.stream if op.copy_key is None else op.copy_key
+            ready = ReadyCopy(t, i, key, direction, op.solo_ns)
             self.copies.pool_of(direction).append(ready)
             self.new_work = True
         else:

@@ -405,7 +405,8 @@ class System(Simulation):
         elif op.engine is Engine.COPY:
             d = self.device_of(i)
             direction = H2D if op.kind == "h2d" else D2H
-            d.copies.pool_of(direction).append(ReadyCopy(t, i, op.stream, direction, op.solo_ns))
+            key = op.stream if op.copy_key is None else op.copy_key
+            d.copies.pool_of(direction).append(ReadyCopy(t, i, key, direction, op.solo_ns))
             d.new_work = True
         else:
             super().to_engine(i, t)
