@@ -69,6 +69,16 @@ def example_names() -> list[str]:
     return sorted(p.stem for p in examples_dir().glob("*.json"))
 
 
+def shipped_example_name(path: str | Path) -> str | None:
+    """The name of the shipped example or captured lesson that ``path`` is (opened by its path,
+    from recent files or the command line), else None."""
+    file = Path(path).resolve()
+    for folder in (examples_dir(), captures_dir()):
+        if file.suffix == ".json" and file.parent == folder.resolve() and file.is_file():
+            return file.stem
+    return None
+
+
 def example_path(name: str) -> Path:
     """A shipped example's file, or a shipped captured lesson's (``captured-...``)."""
     path = examples_dir() / f"{name}.json"

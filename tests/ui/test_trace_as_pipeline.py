@@ -69,3 +69,22 @@ def test_a_lesson_that_is_no_capture_opens_without_its_measurement(qtbot, tmp_pa
     assert win.shipped_measurements() and not win.is_loading_measurement()
     assert win.measured is None
     assert "File > Shipped measurements" in win.statusBar().currentMessage()
+
+
+def test_a_shipped_capture_opened_by_its_path_gets_its_measurement(qtbot, tmp_path) -> None:
+    """From recent files or the command line: the file, its measurement beside it."""
+    from swimlanes.resources import example_path
+
+    win = make_window(qtbot, tmp_path)
+    open_initial(win, None)
+    assert win.open_document(str(example_path("captured-cupy-streams")))
+    assert win.example_name == "captured-cupy-streams"
+    assert str(win.controller.path) == str(example_path("captured-cupy-streams"))
+    assert [p.name for p in win.shipped_measurements()] == ["captured-cupy-streams.h200.json"]
+    qtbot.waitUntil(lambda: not win.is_loading_measurement(), timeout=20_000)
+    assert win.measured is not None and win.measured.device == "NVIDIA H200"
+    # A copy elsewhere is an ordinary document.
+    copy = tmp_path / "captured-cupy-streams.json"
+    copy.write_bytes(example_path("captured-cupy-streams").read_bytes())
+    assert win.open_document(str(copy))
+    assert win.example_name is None and str(win.controller.path) == str(copy)

@@ -189,6 +189,7 @@ class FileHandling:
         """Load ``path`` without asking about unsaved changes; problems go to a message box."""
         from swimlanes.model.atomic_write import remove_stale_temps
         from swimlanes.model.io import load_pipeline
+        from swimlanes.resources import shipped_example_name
 
         try:
             pipeline = load_pipeline(path)
@@ -203,7 +204,19 @@ class FileHandling:
             remove_stale_temps(path)
         self.status(f"Opened {Path(path).name}: {len(pipeline.program)} ops")
         self._replace_document(pipeline, None if example else path, example)
+        if not example and (shipped := shipped_example_name(path)):
+            self._offer_shipped_measurements(shipped)
         return True
+
+    def _offer_shipped_measurements(self, name: str) -> None:
+        """A shipped example opened by its path (recent files, the command line) stays that
+        file, and gets its shipped measurements as from File > Examples (a captured program's
+        loads beside it)."""
+        self.example_name = name
+        self.fill_shipped_measurements()
+        shipped = self.shipped_measurements()
+        if shipped and _is_capture(name):
+            self.open_measurement(str(shipped[0]))  # type: ignore[attr-defined]
 
     def open_example(self, name: str) -> bool:
         """Open a shipped example as a new, unsaved document (Save asks where to put it)."""
