@@ -10,6 +10,7 @@ from hypothesis import strategies as st
 from swimlanes.timeline import NO_TIME, Metrics, Timeline, TimelineBuilder, compute_metrics
 from swimlanes.timeline.metrics import (
     covered_at_least,
+    covered_before,
     interval_union,
     metrics_json,
     overlap_length,
@@ -145,3 +146,11 @@ def test_large_timeline_is_vectorised() -> None:
     m = compute_metrics(tl)
     assert m.serial_ns == n * 1000
     assert sum(m.stream_busy_ns.values()) >= m.engine_busy_ns["a"]
+
+
+def test_covered_before_counts_the_union_up_to_each_time() -> None:
+    union = interval_union(np.array([0, 5, 20]), np.array([10, 12, 30]))  # [0,12) and [20,30)
+    times = np.array([-1, 0, 6, 12, 15, 25, 40])
+    assert covered_before(union, times).tolist() == [0, 0, 6, 12, 12, 17, 22]
+    empty = interval_union(np.array([], np.int64), np.array([], np.int64))
+    assert covered_before(empty, times).tolist() == [0] * 7

@@ -45,6 +45,20 @@ def interval_union(starts: np.ndarray, ends: np.ndarray) -> tuple[np.ndarray, np
     return s[heads], reach[last]
 
 
+def covered_before(union: tuple[np.ndarray, np.ndarray], times: np.ndarray) -> np.ndarray:
+    """How long an interval union (as :func:`interval_union` returns it) covers before each
+    of ``times``."""
+    starts, ends = union
+    t = np.asarray(times, dtype=np.int64)
+    if len(starts) == 0:
+        return np.zeros(len(t), dtype=np.int64)
+    before = np.concatenate(([0], np.cumsum(ends - starts)))  # covered before each interval
+    k = np.searchsorted(starts, t, side="right")  # intervals starting at or before t
+    last = np.maximum(k - 1, 0)
+    inside = np.minimum(t, ends[last]) - starts[last]
+    return np.where(k > 0, before[last] + inside, 0)
+
+
 def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     """Total time covered by at least one of the intervals."""
     us, ue = interval_union(starts, ends)

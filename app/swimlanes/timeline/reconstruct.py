@@ -68,11 +68,13 @@ import numpy as np
 from swimlanes.model.document import (
     DEFAULT_STREAM,
     MAX_NAME_CHARS,
+    OP_KINDS,
     HostThread,
     Op,
     Pipeline,
     Stream,
 )
+from swimlanes.timeline.metrics import covered_before, interval_union
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
 
 #: PyTorch's default stream in Kineto traces (the legacy default stream).
@@ -162,44 +164,18 @@ class CopyContention:
 def _overlapped_ns(tl: Timeline) -> dict[int, int]:
     """Rows of H2D and D2H copies that a copy of the other direction overlapped on the
     device, with how long (ns) it did."""
-    kinds = [tl.op_kind(row) for row in range(len(tl))]
-    spans = {
-        k: [r for r, kind in enumerate(kinds) if kind == k and NO_TIME not in
-            (int(tl.start[r]), int(tl.end[r]))]
-        for k in ("h2d", "d2h")
-    }  # fmt: skip
+    kind = np.asarray(tl.kind)
+    timed = (np.asarray(tl.start) != NO_TIME) & (np.asarray(tl.end) != NO_TIME)
+    rows = {k: np.flatnonzero(timed & (kind == OP_KINDS.index(k))) for k in ("h2d", "d2h")}
     out: dict[int, int] = {}
     for mine, other in (("h2d", "d2h"), ("d2h", "h2d")):
-        busy = _union((int(tl.start[r]), int(tl.end[r])) for r in spans[other])
-        starts = [a for a, _ in busy]
-        # Time the other direction was busy before each interval of ``busy``.
-        before = np.concatenate(([0], np.cumsum([b - a for a, b in busy]))).tolist()
-        for r in spans[mine]:
-            a, b = int(tl.start[r]), int(tl.end[r])
-            overlapped = _busy_until(busy, starts, before, b) - _busy_until(busy, starts, before, a)
-            if overlapped > 0:
-                out[r] = overlapped
+        busy = interval_union(tl.start[rows[other]], tl.end[rows[other]])
+        mine_rows = rows[mine]
+        overlapped = covered_before(busy, tl.end[mine_rows]) - covered_before(
+            busy, tl.start[mine_rows]
+        )
+        out.update((int(r), int(v)) for r, v in zip(mine_rows, overlapped, strict=True) if v > 0)
     return out
-
-
-def _union(spans: Any) -> list[tuple[int, int]]:
-    """Spans merged into disjoint ones, by start."""
-    merged: list[tuple[int, int]] = []
-    for a, b in sorted(spans):
-        if merged and a <= merged[-1][1]:
-            merged[-1] = (merged[-1][0], max(merged[-1][1], b))
-        elif b > a:
-            merged.append((a, b))
-    return merged
-
-
-def _busy_until(busy: list[tuple[int, int]], starts: list[int], before: list[int], t: int) -> int:
-    """How long the disjoint spans ``busy`` cover before time ``t``."""
-    k = bisect_right(starts, t)  # spans starting at or before t
-    if not k:
-        return 0
-    a, b = busy[k - 1]
-    return int(before[k - 1]) + min(t, b) - a
 
 
 def _short(label: str) -> str:
