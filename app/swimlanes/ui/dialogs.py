@@ -214,9 +214,17 @@ class FileHandling:
         loads beside it)."""
         self.example_name = name
         self.fill_shipped_measurements()
+        self._open_shipped_capture()
+
+    def _open_shipped_capture(self) -> bool:
+        """Load the open captured program's shipped measurement beside it (a captured program
+        is its measurement first: the edits are what-ifs against it); False if the open
+        document is no captured program with one."""
         shipped = self.shipped_measurements()
-        if shipped and _is_capture(name):
-            self.open_measurement(str(shipped[0]))  # type: ignore[attr-defined]
+        if not (shipped and _is_capture(self.example_name)):
+            return False
+        self.open_measurement(str(shipped[0]))  # type: ignore[attr-defined]
+        return True
 
     def open_example(self, name: str) -> bool:
         """Open a shipped example as a new, unsaved document (Save asks where to put it)."""
@@ -238,11 +246,7 @@ class FileHandling:
         self.actions.lesson.setEnabled(bool(pipeline.extra.get("description")))
         if example:  # its lesson, the first time (once the window is laid out and shown)
             QTimer.singleShot(0, self, lambda: self._offer_first_lesson(example))
-        shipped = self.shipped_measurements() if example else []
-        if shipped and _is_capture(example):
-            # A captured program is its measurement first: the edits are what-ifs against it.
-            self.open_measurement(str(shipped[0]))  # type: ignore[attr-defined]
-        elif shipped:
+        if example and not self._open_shipped_capture() and self.shipped_measurements():
             self.status(
                 f"Opened example {example}. A measured run of it ships with Swimlanes: "
                 "File > Shipped measurements",
