@@ -91,3 +91,70 @@ def test_making_a_staging_copy_synchronous_drops_its_measured_call(qtbot) -> Non
     assert c.undo_stack.count() == 1
     c.undo_stack.undo()
     assert c.pipeline.to_dict() == before
+
+
+def _type_size(editor: Editor, text: str, unit: str = "MiB") -> None:
+    insp = editor.inspector
+    insp.unit.setCurrentText(unit)
+    insp.size.setText(text)
+    insp.size.editingFinished.emit()
+
+
+def test_resizing_a_timed_copy_drops_its_measured_times_in_one_undo_step(qtbot) -> None:
+    """A captured pageable D2H's device time and copy-out were measured at 4 MiB: at 2 MiB the
+    model times it (before, the measured times stayed and halving the copy changed nothing)."""
+    ed = Editor(
+        pipeline_from_dict(
+            {
+                "format": "swimlanes-pipeline",
+                "version": 1,
+                "name": "timed copy",
+                "program": [
+                    {"op": "d2h", "bytes": 4 * MIB, "host_memory": "pageable", "label": "out",
+                     "duration_us": 363.582, "call_us": 5.5, "copy_out_us": 91.125},
+                ],
+            }
+        )
+    )  # fmt: skip
+    qtbot.addWidget(ed)
+    ed.show()
+    qtbot.waitExposed(ed)
+    c, insp = ed.controller, ed.inspector
+    before = c.pipeline.to_dict()
+    c.set_selection_indexes([0])
+    _type_size(ed, "4")  # the size it has: nothing changes
+    assert c.pipeline.to_dict() == before and c.undo_stack.count() == 0
+    _type_size(ed, "2")
+    op = c.pipeline.program[0]
+    assert (op.bytes, op.duration_us, op.copy_out_us) == (2 * MIB, None, None)
+    assert op.call_us == 5.5  # its call did not stage: its measured call time still holds
+    assert insp.time.text() == ""  # the model times it now
+    assert c.undo_stack.count() == 1
+    c.undo_stack.undo()
+    assert c.pipeline.to_dict() == before
+
+
+def test_resizing_a_staging_copy_drops_its_measured_call() -> None:
+    """An async pageable H2D's measured call is its staging, which follows its size."""
+    from swimlanes.model.document import Op
+    from swimlanes.model.op_defaults import size_changes
+
+    staging = Op("h2d", bytes=4 * MIB, host_memory="pageable", duration_us=382.5, call_us=487.5)
+    assert size_changes(staging, 8 * MIB) == {
+        "bytes": 8 * MIB, "duration_us": None, "call_us": None
+    }  # fmt: skip
+    pinned = Op("h2d", bytes=4 * MIB, duration_us=120.0, call_us=6.0)
+    assert size_changes(pinned, 8 * MIB) == {"bytes": 8 * MIB, "duration_us": None}
+    kernel = Op("kernel", bytes=4 * MIB, flops=1e9, call_us=30.0)
+    assert size_changes(kernel, 8 * MIB) == {"bytes": 8 * MIB}
+
+
+def test_changing_a_timed_copys_direction_drops_its_time() -> None:
+    """A time measured for an H2D does not describe the D2H it is changed into."""
+    from swimlanes.model.document import Op, Pipeline
+    from swimlanes.model.op_defaults import converted_fields
+
+    h2d = Op("h2d", bytes=4 * MIB, duration_us=120.0)
+    pipeline = Pipeline(name="p", program=[h2d])
+    fields = converted_fields(h2d, "d2h", pipeline)
+    assert (fields["op"], fields["bytes"], fields["duration_us"]) == ("d2h", 4 * MIB, None)

@@ -74,7 +74,9 @@ def converted_fields(op: Op, kind: str, pipeline: Pipeline) -> dict[str, Any]:
         out["bytes"] = op.bytes or NEW_OP_FIELDS[kind]["bytes"]
         if op.op in COPY_OPS or op.op == "memset":
             out["is_async"] = op.is_async
-            out["duration_us"] = op.duration_us
+            # (a time measured or typed for another kind of copy does not describe this one)
+            if kind == op.op:
+                out["duration_us"] = op.duration_us
     if kind in HOST_COPY_OPS and op.op in HOST_COPY_OPS:
         out["host_memory"] = op.host_memory
     if kind == "kernel":
@@ -115,6 +117,30 @@ def host_memory_changes(op: Op, memory: str) -> dict[str, Any]:
             if getattr(op, key) is not None:
                 changes[key] = None
     return {**changes, **_staging_call_changes(op, replace(op, host_memory=memory))}
+
+
+#: Kinds whose time follows their size (see :func:`size_changes`).
+_SIZED_BY_BYTES = frozenset((*COPY_OPS, "memset", *COLLECTIVE_OPS))
+
+
+def size_changes(op: Op, nbytes: int) -> dict[str, Any]:
+    """The field changes that give ``op`` a size of ``nbytes``.
+
+    A copy's, memset's or collective's measured times (``duration_us``, a pageable D2H's
+    ``copy_out_us``, a staging call's ``call_us``) were taken at the size it had: a new size
+    drops them, so that the model times the op at its new size (halving a captured program's
+    copies then saves what the model says, not nothing). A kernel's bytes feed its roofline
+    and it keeps its times; setting the size it already has keeps everything.
+    """
+    changes: dict[str, Any] = {"bytes": nbytes}
+    if nbytes == op.bytes or op.op not in _SIZED_BY_BYTES:
+        return changes
+    for key in ("duration_us", "copy_out_us"):
+        if getattr(op, key) is not None:
+            changes[key] = None
+    if op.call_us is not None and op.stages_on_call:
+        changes["call_us"] = None
+    return changes
 
 
 def async_changes(op: Op, is_async: bool) -> dict[str, Any]:

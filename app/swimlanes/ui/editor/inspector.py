@@ -42,7 +42,7 @@ from swimlanes.model.document import (
     Stream,
 )
 from swimlanes.model.edits import Edit, SetOpFields
-from swimlanes.model.op_defaults import async_changes, host_memory_changes
+from swimlanes.model.op_defaults import async_changes, host_memory_changes, size_changes
 from swimlanes.ui.document_controller import DocumentController
 from swimlanes.ui.editor.collective_fields import (
     SetInstanceFields,
@@ -388,7 +388,7 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, HostTimeFields, QWidge
         if size < 1:
             self.fields["bytes"].show_error("must be at least 1 byte")
             return
-        self._set("bytes", {"bytes": size})
+        self._set("bytes", size_changes(op, size))
 
     def _over(self, key: str, value: float) -> bool:
         """Whether ``value`` is past the file format's limit for ``key`` (shown if so)."""
