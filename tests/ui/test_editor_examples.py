@@ -51,8 +51,7 @@ def _fill_op(insp: Inspector, want: Op) -> None:
         if want.block_us is not None:
             _choose(insp.timing, insp.timing.findData("block_us"))
             _type(insp.time, repr(want.block_us))
-    if want.duration_us is not None:
-        _type(insp.time, repr(want.duration_us))
+    # Size and memory before the duration: a new size or memory drops a copy's duration.
     if want.bytes is not None:
         insp.unit.setCurrentText("B")
         _type(insp.size, str(want.bytes))
@@ -60,6 +59,8 @@ def _fill_op(insp: Inspector, want: Op) -> None:
         _choose(insp.host_memory, insp.host_memory.findText(want.host_memory))
     if want.is_async is False:
         insp.is_async.click()
+    if want.duration_us is not None:
+        _type(insp.time, repr(want.duration_us))
     # the destination first: a peer copy's stream must stay on one of its ends meanwhile
     for key in ("dst_device", "src_device", "communicator", "root"):
         value = getattr(want, key)
