@@ -230,3 +230,35 @@ def test_a_captured_kernels_long_name_does_not_widen_the_inspector(qtbot) -> Non
     assert insp.minimumSizeHint().width() < wide / 2
     qtbot.waitUntil(lambda: insp.title.text() != full)  # elided to the heading's width
     assert insp.title.text().endswith("…") and insp.title.toolTip() == full
+
+
+def test_empty_time_fields_show_the_simulations_preset_figures(qtbot, tmp_path) -> None:
+    """An empty call time, copy-out or duration override says what it stands for on the
+    device the simulation uses, and follows a change of device (before, the placeholders
+    said "the device preset's" without a figure)."""
+    from swimlanes.engine import get_preset
+
+    win = make_window(qtbot, tmp_path)
+    doc = {"format": "swimlanes-pipeline", "version": 1, "name": "figures",
+           "program": [{"op": "d2h", "bytes": 4 * MIB, "host_memory": "pageable",
+                        "label": "out"}]}  # fmt: skip
+    win.controller.set_pipeline(pipeline_from_dict(doc))
+    assert win.set_device("h200")
+    win.controller.set_selection_indexes([0])
+    insp = win.inspector
+    h200 = get_preset("h200")
+    call = h200.issue_cost_us["d2h"]
+    assert insp.host_times["call_us"].placeholderText() == f"empty: {call:.4g} us on h200"
+    copy = h200.copy_ns("d2h", 4 * MIB, "pageable") / 1000.0
+    assert insp.time.placeholderText() == f"empty: {copy:.4g} us on h200"
+    copy_out = insp.host_times["copy_out_us"].placeholderText()
+    assert copy_out.startswith("empty: ") and copy_out.endswith(" us on h200")
+    assert win.set_device("a100")
+    a100 = get_preset("a100").copy_ns("d2h", 4 * MIB, "pageable") / 1000.0
+    assert a100 != copy
+    assert insp.time.placeholderText() == f"empty: {a100:.4g} us on a100"
+    # A measured time is shown as itself; the placeholder keeps the preset's figure.
+    win.controller.set_selection_indexes([0])
+    _type(insp.time, "250")
+    assert insp.time.text() == "250"
+    assert insp.time.placeholderText() == f"empty: {a100:.4g} us on a100"

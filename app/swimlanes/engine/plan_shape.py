@@ -131,3 +131,33 @@ def _shape(op: Op, preset: DevicePreset) -> tuple[int, int, tuple | int | None]:
     if name == "host_func":
         return ENQ, dur or 0, None
     return HOST_ONLY[name], (dur or 0) if name == "host" else -1, None
+
+
+#: The kinds whose ``duration_us`` overrides a time the preset models from their size.
+_SIZED = ("h2d", "d2h", "d2d", "memset")
+
+
+def preset_times_us(op: Op, preset: DevicePreset) -> dict[str, float]:
+    """What ``preset`` makes of ``op``'s times where the op carries none of its own, in us:
+    ``call_us`` (the call's host time: the issue cost, plus staging for a call that stages),
+    ``duration_us`` (a copy's or memset's time alone) and ``copy_out_us`` (a pageable D2H's,
+    from its DMA's end to its call's return). The editor shows them beside the op's own
+    (measured or typed) times; a kind the preset does not time here has only ``call_us``, and
+    a time past the simulator's limit is left out."""
+    plain = Op(op.op, stream=op.stream, bytes=op.bytes, host_memory=op.host_memory,
+               is_async=op.is_async, blocks=op.blocks, threads=op.threads)  # fmt: skip
+    call = preset.issue_cost_ns(op.op)
+    out: dict[str, float] = {}
+    if op.op in _SIZED:
+        try:
+            host, solo, extra = _shape(plain, preset)
+        except _TooLong:
+            return {"call_us": call / 1000.0}
+        out["duration_us"] = solo / 1000.0
+        if host == ENQ_STAGE and isinstance(extra, int):
+            call += extra
+        if op.op == "d2h" and plain.effective_host_memory == "pageable":
+            back = preset.sync_return_ns("sync_copy")
+            out["copy_out_us"] = ((extra if isinstance(extra, int) else 0) + back) / 1000.0
+    out["call_us"] = call / 1000.0
+    return out

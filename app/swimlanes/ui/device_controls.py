@@ -17,6 +17,7 @@ from swimlanes.ui import dialogs
 from swimlanes.ui.actions import CHOOSE_PRESET_FILE, add_device_item, fill_device_combo
 
 if TYPE_CHECKING:  # numpy comes with it: not before the window's first paint
+    from swimlanes.engine.presets import DevicePreset
     from swimlanes.timeline.timeline import Timeline
 
 CALIBRATING_FORMAT = "Calibrating this GPU %p%"
@@ -71,7 +72,7 @@ class SetDevice(Edit):
 
 
 class DeviceControls:
-    """Mixin of MainWindow (which provides toolbar, actions, sim_runner, gpu_runner, settings,
+    """Mixin of MainWindow (which provides toolbar, actions, sim_runner, gpu_runner, settings, inspector,
     charts, arrangement, controller, progress_bar, set_measured and the measured state)."""
 
     def _init_gpu(self, available: bool | None) -> None:
@@ -132,7 +133,23 @@ class DeviceControls:
         combo.setToolTip(str(combo.itemData(i, Qt.ItemDataRole.ToolTipRole)))
         self.sim_runner.device = device
         self._device_index = i
+        self.inspector.refresh()  # (its empty time fields show this preset's figures)
         return True
+
+    def document_preset(self) -> DevicePreset | None:
+        """The device preset the simulation uses (loaded once per device; None when it cannot
+        be loaded: the simulation then says why)."""
+        from swimlanes.engine import get_preset
+
+        device = str(self.sim_runner.device)
+        cached = getattr(self, "_preset_cache", None)
+        if cached is None or cached[0] != device:
+            try:
+                cached = (device, get_preset(device))
+            except (ValueError, OSError):
+                cached = (device, None)
+            self._preset_cache = cached
+        return cached[1]
 
     def set_device(self, name: str, *, simulate: bool = True) -> bool:
         """Use this device preset (re-simulating unless told not to) without remembering it as
@@ -162,6 +179,7 @@ class DeviceControls:
         self.settings.set_last_device(device)
         shown_before = str(self.sim_runner.device)
         self.sim_runner.set_device(device)
+        self.inspector.refresh()
         if self.controller.pipeline.extra.get(DEVICE_KEY) != device:
             # the document remembers the choice (saved in its file, and in the recovery copy)
             self.controller.push(SetDevice(device, shown_before, self._show_document_device))

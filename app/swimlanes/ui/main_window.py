@@ -131,6 +131,7 @@ class MainWindow(
         self.lanes = LaneEditor(c)
         self.program_panel = HostProgramPanel(c)
         self.inspector = Inspector(c)
+        self.inspector.preset_source = self
         self.code_view = CodeView(c)
 
         editor = QSplitter(Qt.Orientation.Vertical)

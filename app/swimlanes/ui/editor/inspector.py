@@ -53,7 +53,7 @@ from swimlanes.ui.editor.common import PALETTE_KINDS
 from swimlanes.ui.editor.fields import Field, FieldError, line_edit, parse_number
 from swimlanes.ui.editor.inspector_devices import DeviceFields
 from swimlanes.ui.editor.inspector_fields import OPTIONAL_TIME, visible_rows
-from swimlanes.ui.editor.inspector_host_times import HostTimeFields
+from swimlanes.ui.editor.inspector_host_times import HostTimeFields, preset_placeholder
 from swimlanes.ui.editor.inspector_streams import StreamFields
 from swimlanes.ui.editor.inspector_threads import ThreadFields
 from swimlanes.ui.editor.inspector_title import InspectorTitle
@@ -78,6 +78,8 @@ LIMITS: dict[str, tuple[float, str]] = {
     "flops": (MAX_FLOPS, f"{MAX_FLOPS:g} FLOPs"),
     "bytes": (MAX_BYTES, format_bytes(MAX_BYTES)),
 }
+#: The placeholder of an empty duration override when the preset's figure is not known.
+DEVICE_TIME_PLACEHOLDER = "empty: from the device's bandwidth"
 
 
 class Inspector(StreamFields, DeviceFields, ThreadFields, HostTimeFields, QWidget):
@@ -90,6 +92,7 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, HostTimeFields, QWidge
         self._last_error = ""
         self._live_timers: list[QTimer] = []
         self._live_source: QLineEdit | None = None
+        self.preset_source = None
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         self.title = InspectorTitle()  # (a captured kernel's long name must not widen it)
@@ -253,12 +256,18 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, HostTimeFields, QWidge
         time_value = op.block_us if mode == "block_us" else op.duration_us
         self._set_text(self.time, "" if time_value is None else f"{time_value:g}")
         self._set_text(self.flops, "" if op.flops is None else f"{op.flops:g}")
-        self._show_host_times(op)
+        preset = self.preset_times(op)
+        self._show_host_times(op, preset)
         self._show_device_fields(op, pipeline)
         self._show_op_thread(op, pipeline)
         threads = bool(pipeline.host_threads)
         pageable = op.effective_host_memory == "pageable"
         self._show_rows(kind, mode, pipeline.is_multi_device, threads, pageable=pageable)
+        if kind in OPTIONAL_TIME:
+            name, figures = preset
+            self.time.setPlaceholderText(
+                preset_placeholder(figures.get("duration_us"), name, DEVICE_TIME_PLACEHOLDER)
+            )
 
     def _show_rows(
         self,
@@ -281,9 +290,7 @@ class Inspector(StreamFields, DeviceFields, ThreadFields, HostTimeFields, QWidge
         self.op_form.labelForField(self.fields["bytes"]).setText(
             "Bytes moved" if kernel else "Size"
         )
-        self.time.setPlaceholderText(
-            "empty: from the device's bandwidth" if optional else "microseconds"
-        )
+        self.time.setPlaceholderText(DEVICE_TIME_PLACEHOLDER if optional else "microseconds")
         visible = visible_rows(kind, mode, multi_device, threads, pageable=pageable)
         for key, fld in self.fields.items():
             self.op_form.setRowVisible(fld, key in ("op", "label") or key in visible)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from functools import partial
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from PySide6.QtWidgets import QLineEdit
 
@@ -19,6 +19,7 @@ from swimlanes.model.document import Op
 from swimlanes.ui.editor.fields import Field, line_edit, parse_number
 
 if TYPE_CHECKING:
+    from swimlanes.engine.presets import DevicePreset
     from swimlanes.ui.document_controller import DocumentController
 
 #: The host-time rows of the op form: key (the Op attribute), title, placeholder.
@@ -45,14 +46,34 @@ def us_text(value: float | None) -> str:
     return "" if value is None else f"{value:.12g}"
 
 
+class PresetSource(Protocol):
+    """What gives the inspector the simulation's device preset (the main window)."""
+
+    def document_preset(self) -> DevicePreset | None: ...
+
+
+def preset_placeholder(figure: float | None, preset_name: str, fallback: str) -> str:
+    """A time field's placeholder: the preset's figure the empty field stands for ("empty:
+    8.65 us on h200"), or ``fallback`` when the preset gives none."""
+    if figure is None:
+        return fallback
+    return f"empty: {figure:.4g} us on {preset_name}"
+
+
 class HostTimeFields:
     """Builds, shows and commits the host-time rows; expects the Inspector's ``controller``,
     ``fields``, ``_set``, ``_parsed``, ``_over``, ``_on_commit``, ``_set_text`` and
-    ``_loading``."""
+    ``_loading``.
+
+    ``preset_source`` (set by the main window) gives the device preset the simulation uses
+    (its ``document_preset()``), so that an empty field says what it stands for; None: the
+    placeholders say "the device preset's" without a figure. (An object, not a callable: a
+    Python callable held by a QWidget crashed PySide6 when the widget was reparented.)"""
 
     controller: DocumentController
     fields: dict[str, Field]
     _loading: bool
+    preset_source: PresetSource | None
 
     def _set(self, key: str, changes: dict, fld: Field | None = None) -> bool:
         raise NotImplementedError
@@ -87,9 +108,26 @@ class HostTimeFields:
         for key, editor in self.host_times.items():
             self._on_commit(editor, partial(self._commit_host_time, key))
 
-    def _show_host_times(self, op: Op) -> None:
-        for key, editor in self.host_times.items():
+    def preset_times(self, op: Op) -> tuple[str, dict[str, float]]:
+        """The simulation's preset's name and its times for ``op`` (engine.plan_shape's
+        ``preset_times_us``); ("", {}) when no preset is known or it cannot time the op."""
+        from swimlanes.engine.plan_shape import preset_times_us
+
+        source = self.preset_source
+        preset = source.document_preset() if source is not None else None
+        if preset is None:
+            return "", {}
+        try:
+            return preset.name, preset_times_us(op, preset)
+        except (ValueError, OverflowError, ArithmeticError):
+            return preset.name, {}
+
+    def _show_host_times(self, op: Op, preset: tuple[str, dict[str, float]]) -> None:
+        name, figures = preset
+        for key, _title, fallback in HOST_TIME_ROWS:
+            editor = self.host_times[key]
             self._set_text(editor, us_text(getattr(op, key)))
+            editor.setPlaceholderText(preset_placeholder(figures.get(key), name, fallback))
         self.host_times["call_us"].setToolTip(STAGING_CALL_TIP if op.stages_on_call else CALL_TIP)
 
     def _commit_host_time(self, key: str) -> None:
