@@ -9,7 +9,12 @@ import pytest
 
 from swimlanes.engine import get_preset
 from swimlanes.engine.preset_model import FITTED_ROOFLINE
-from swimlanes.gpu.calibration_programs import copy_order_of, cross_checked_bidirectional
+from swimlanes.gpu.calibration_programs import (
+    copy_order_of,
+    cross_checked_bidirectional,
+    queue_choices,
+    streams_that_waited,
+)
 
 RESOURCES = Path(__file__).resolve().parents[2] / "resources"
 
@@ -89,3 +94,32 @@ def test_the_bidirectional_fit_is_checked_against_the_pair_of_big_copies() -> No
     assert cross_checked_bidirectional(h200, pair)[0] == h200
     # Without the probe (skipped for time), the fit stands.
     assert cross_checked_bidirectional(fitted, None) == (fitted, {})
+
+
+def test_a_stream_issued_after_the_release_did_not_wait_for_it() -> None:
+    """The queue probe's streams whose op started after the held op's release waited for it
+    only if they were issued before it; the last streams launched, issued after the long
+    kernel ended, say nothing about queues (before, they counted as sharing q0's queue)."""
+    release = 300_000
+    issued = [20_000 * i for i in range(1, 16)]  # q1..q15, the last five after the release
+    started = [t + 5_000 for t in issued]  # each started as soon as it was issued
+    assert streams_that_waited(release, issued, started) == []
+    held = [release + 1_000 if i == 8 else t for i, t in enumerate(started, start=1)]
+    assert streams_that_waited(release, issued, held) == [8]  # q8 shares q0's queue
+
+
+@pytest.mark.parametrize(
+    ("waited", "evidence", "choices"),
+    [
+        ({"copies": [], "kernels": []}, {"copies": 15, "kernels": 15},
+         {"connections": 0, "copy_queue_per_stream": False}),
+        ({"copies": [8], "kernels": [8]}, {"copies": 15, "kernels": 15},
+         {"connections": 8, "copy_queue_per_stream": False}),
+        ({"copies": [], "kernels": [8]}, {"copies": 15, "kernels": 15},
+         {"connections": 8, "copy_queue_per_stream": True}),
+        ({"copies": [], "kernels": []}, {"copies": 0, "kernels": 15}, {}),
+    ],
+)  # fmt: skip
+def test_the_queue_choices_follow_the_streams_that_waited(waited, evidence, choices) -> None:
+    """No stream issued in time to tell: the built-in figures stay (an empty choice)."""
+    assert queue_choices(waited, evidence, connections=8) == choices

@@ -21,7 +21,9 @@ from swimlanes.gpu.calibration_programs import (
     copy_order_of,
     grid_rate_program,
     mixed_issue_program,
+    queue_choices,
     roofline_overlap,
+    streams_that_waited,
     timing_program,
 )
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError
@@ -37,6 +39,9 @@ FULL_SIZES = [KB * 4**i for i in range(11)]  # 1 KB .. 1 GB
 QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
 #: Streams the hardware-queue probe uses (CUDA allows at most 32 connections; 8 by default).
 QUEUE_PROBE_STREAMS = 16
+#: The hardware-queue probe's long kernel on q0, in us: longer than issuing the other streams'
+#: ops takes (15 launches of 15 to 30 us on the H100 and H200 hosts).
+QUEUE_PROBE_HOLD_US = 2000
 #: Runs of the cold host-function probe: each run's one callback is its first.
 COLD_HOST_FUNC_RUNS = 5
 #: How long the callback thread idles before the cold probe's host function (a pipeline's
@@ -173,11 +178,14 @@ class Calibration:
     def hardware_queues(self) -> dict[str, Any]:
         """Which streams share a hardware queue: a copy and a kernel held back on stream q0
         (behind a long kernel) and, issued after them, a copy and a kernel on each of 15 more
-        streams. Streams whose op waited for the long kernel share a queue with q0; none waiting
-        means each stream has its own, and copies that never wait get queues of their own."""
+        streams. Streams whose op was issued before the long kernel ended and still waited for
+        it share a queue with q0; none waiting means each stream has its own, and copies that
+        never wait get queues of their own. The long kernel outlasts the 15 launches (about 30
+        us each), so that every stream's op is issued before it ends."""
         n = QUEUE_PROBE_STREAMS
         streams = [{"name": f"q{i}", "kind": "non_blocking"} for i in range(n)]
-        long_kernel = {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32, "block_us": 300}
+        long_kernel = {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32,
+                       "block_us": QUEUE_PROBE_HOLD_US}  # fmt: skip
         program: list[dict] = []
         for held, probe in (
             ({"op": "d2h", "stream": "q0", "bytes": 4 * KB}, {"op": "h2d", "bytes": 4 * KB}),
@@ -191,19 +199,22 @@ class Calibration:
             program.append({"op": "device_sync"})
         tl = self.measure("hardware queues", streams, program)
         waited: dict[str, list[int]] = {}
+        evidence: dict[str, int] = {}
         for part, name in ((0, "copies"), (1, "kernels")):
             first = part * (n + 2)
             release = int(tl.end[first])
-            waited[name] = [i for i in range(1, n) if int(tl.start[first + 1 + i]) >= release]
-        self.raw["hardware_queues"] = {"streams_that_waited": waited}
+            rows = slice(first + 2, first + 1 + n)
+            issued, started = tl.issue_end[rows].tolist(), tl.start[rows].tolist()
+            waited[name] = streams_that_waited(release, issued, started)
+            evidence[name] = sum(1 for t in issued if t < release)
+        self.raw["hardware_queues"] = {
+            "streams_that_waited": waited,
+            "streams_issued_before_release": evidence,
+        }
         # Which stream was the first to wait varied between runs on one H200 (6, 8, 9), so the
         # probe only decides whether streams share queues at all; how many queues there are is
         # CUDA's setting (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set).
-        shared = bool(waited["copies"] or waited["kernels"])
-        return {
-            "connections": _connections_setting() if shared else 0,
-            "copy_queue_per_stream": bool(waited["kernels"]) and not waited["copies"],
-        }
+        return queue_choices(waited, evidence, _connections_setting())
 
     # -- host costs and latencies -----------------------------------------------------------
     def issue_costs(self) -> dict[str, dict[str, float]]:

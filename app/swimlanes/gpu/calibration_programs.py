@@ -192,3 +192,30 @@ def cross_checked_bidirectional(
             entry["kept"] = out[f"bidirectional_slowdown{suffix}"]
         report["h2d" if k == 0 else "d2h"] = entry
     return out, report
+
+
+def streams_that_waited(release_ns: int, issued_ns: list[int], started_ns: list[int]) -> list[int]:
+    """The hardware-queue probe's streams (numbered from 1, as q1, q2 ...) whose op waited for
+    the held op's release: issued (its call returned) before the release and started at or
+    after it. An op issued after the release says nothing about queues: it could not start
+    earlier anyway (on the H100 and H200 hosts of 2026-11-24 and 25, the streams that "waited"
+    by start time alone were always the last ones launched, issued after the release)."""
+    return [
+        i
+        for i, (issued, started) in enumerate(zip(issued_ns, started_ns, strict=True), start=1)
+        if issued < release_ns <= started
+    ]
+
+
+def queue_choices(waited: dict[str, list[int]], evidence: dict[str, int], connections: int) -> dict:
+    """``connections`` and ``copy_queue_per_stream`` from the probe's streams that waited
+    (``copies`` and ``kernels``) and how many of its streams were issued before the release in
+    each part (``evidence``); ``connections`` is CUDA's setting. Empty (the built-in figures
+    stay) when a part had no stream issued in time to tell."""
+    if not (evidence.get("copies") and evidence.get("kernels")):
+        return {}
+    shared = bool(waited["copies"] or waited["kernels"])
+    return {
+        "connections": connections if shared else 0,
+        "copy_queue_per_stream": bool(waited["kernels"]) and not waited["copies"],
+    }
