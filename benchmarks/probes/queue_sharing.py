@@ -38,11 +38,63 @@ def pipeline(streams: int) -> dict:
     }
 
 
+def _kernel(stream: int, block_us: int, label: str) -> dict:
+    return {"op": "kernel", "stream": f"s{stream}", "blocks": 1, "threads": 32,
+            "block_us": block_us, "label": label}  # fmt: skip
+
+
+def variants(streams: int = 16) -> dict[str, list[dict]]:
+    """Programs that tell apart how streams come to share a queue: ``breadth`` (every long
+    kernel issued before any short one: no stream's op waits behind another stream's held op),
+    ``longonly`` (one long kernel per stream: nothing held at all), ``held`` (s0's short kernel
+    held behind its long one, then one long kernel per other stream: s8 waits if it shares
+    s0's queue), ``warm`` (a 2 us kernel on every stream first, all done, then the
+    depth-first pattern), ``heldwarm`` (the same first, then ``held``) and ``held7`` (streams
+    0 to 6 each a long kernel and a held short one, then a long kernel on each other stream)."""
+    depth = [_kernel(s, us, f"{label} {s}") for s in range(streams)
+             for us, label in ((LONG_US, "long"), (SHORT_US, "short"))]  # fmt: skip
+    return {
+        "breadth": [_kernel(s, LONG_US, f"long {s}") for s in range(streams)]
+        + [_kernel(s, SHORT_US, f"short {s}") for s in range(streams)],
+        "longonly": [_kernel(s, LONG_US, f"long {s}") for s in range(streams)],
+        "held": [_kernel(0, 2 * LONG_US, "long 0"), _kernel(0, SHORT_US, "short 0")]
+        + [_kernel(s, LONG_US, f"long {s}") for s in range(1, streams)],
+        "warm": [_kernel(s, 2, f"warm {s}") for s in range(streams)]
+        + [{"op": "device_sync"}]
+        + depth,
+        # Streams that ran before, then the held pattern: is a stream's queue chosen once,
+        # or at each launch (skipping a queue whose head is held)?
+        "heldwarm": [_kernel(s, 2, f"warm {s}") for s in range(streams)]
+        + [{"op": "device_sync"}]
+        + [_kernel(0, 2 * LONG_US, "long 0"), _kernel(0, SHORT_US, "short 0")]
+        + [_kernel(s, LONG_US, f"long {s}") for s in range(1, streams)],
+        # Every queue's head held but one (streams 0 to 6), then streams 7 to 15.
+        "held7": [
+            _kernel(s, us, f"{label} {s}")
+            for s in range(7)
+            for us, label in ((2 * LONG_US, "long"), (SHORT_US, "short"))
+        ]
+        + [_kernel(s, LONG_US, f"long {s}") for s in range(7, streams)],
+    }
+
+
 def write(folder: Path) -> None:
+    from swimlanes.gpu.calibration_programs import hardware_queue_program
+
     folder.mkdir(parents=True, exist_ok=True)
     for n in STREAM_COUNTS:
         doc = pipeline(n)
         (folder / f"{doc['name']}.json").write_text(json.dumps(doc))
+    for name, program in variants().items():
+        doc = {"format": "swimlanes-pipeline", "version": 1, "name": f"queues-16-{name}",
+               "streams": [{"name": f"s{k}", "kind": "non_blocking"} for k in range(16)],
+               "program": [*program, {"op": "device_sync"}]}  # fmt: skip
+        (folder / f"{doc['name']}.json").write_text(json.dumps(doc))
+    # calibrate's own probe, to compare what it sees with the pipelines above
+    streams, program = hardware_queue_program()
+    probe = {"format": "swimlanes-pipeline", "version": 1, "name": "queues-calibrate-probe",
+             "streams": streams, "program": program}  # fmt: skip
+    (folder / "queues-calibrate-probe.json").write_text(json.dumps(probe))
 
 
 def _span_us(tl) -> float:  # noqa: ANN001 - a Timeline
@@ -57,13 +109,48 @@ def report(folder: Path, preset_path: Path) -> None:
     preset = get_preset(str(preset_path))
     for path in sorted(folder.glob("queues-*.run.json")):
         tl, doc = load_run(path)
+        if doc.name == "queues-calibrate-probe":
+            _report_probe(tl, doc)
+            continue
         row = {"pipeline": doc.name, "measured_us": round(_span_us(tl), 1)}
+        row["long_kernels_waited"] = _waited(tl, doc)
         for connections in (8, 0):
             variant = replace(preset, connections=connections)
             row[f"simulated_connections_{connections}_us"] = round(
                 _span_us(simulate(doc, variant)), 1
             )
         print(json.dumps(row))
+
+
+def _waited(tl, doc) -> list[str]:  # noqa: ANN001 - a Timeline and its Pipeline
+    """The streams whose long kernel started more than 200 us after its call returned."""
+    out = []
+    for k, i in enumerate(tl.index.tolist()):
+        op = doc.program[i]
+        late = int(tl.start[k]) - int(tl.issue_end[k]) > 200_000
+        if late and op.op == "kernel" and (op.label or "").startswith("long"):
+            out.append(op.stream)
+    return out
+
+
+def _report_probe(tl, doc) -> None:  # noqa: ANN001 - a Timeline and its Pipeline
+    """Calibrate's probe: each q stream's op start relative to q0's long kernel's end."""
+    t0 = int(tl.start[tl.start >= 0].min())
+    rows = {int(ix): k for k, ix in enumerate(tl.index)}
+    parts = []
+    for first in (0, len(doc.program) // 2):
+        release = int(tl.end[rows[first]])
+        late = {}
+        for i in range(first + 2, first + len(doc.program) // 2 - 1):
+            k = rows[i]
+            late[doc.program[i].stream] = [
+                round((int(tl.issue_end[k]) - release) / 1000.0, 1),
+                round((int(tl.start[k]) - release) / 1000.0, 1),
+            ]
+        parts.append(
+            {"release_us": round((release - t0) / 1000.0, 1), "issued_started_vs_release_us": late}
+        )
+    print(json.dumps({"pipeline": doc.name, "parts": parts}))
 
 
 if __name__ == "__main__":

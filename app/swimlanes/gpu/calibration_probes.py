@@ -18,8 +18,10 @@ from swimlanes.gpu.calibration_programs import (
     ISSUE_LOOPS,
     ISSUE_SAMPLES,
     MIXED_STREAMS,
+    QUEUE_PROBE_STREAMS,
     copy_order_of,
     grid_rate_program,
+    hardware_queue_program,
     mixed_issue_program,
     queue_choices,
     roofline_overlap,
@@ -37,11 +39,6 @@ KB, MB, GB = 1 << 10, 1 << 20, 1 << 30
 HOST_FUNC_PROBE_CALLS = 40
 FULL_SIZES = [KB * 4**i for i in range(11)]  # 1 KB .. 1 GB
 QUICK_SIZES = [KB, 16 * KB, 256 * KB, 4 * MB, 64 * MB]
-#: Streams the hardware-queue probe uses (CUDA allows at most 32 connections; 8 by default).
-QUEUE_PROBE_STREAMS = 16
-#: The hardware-queue probe's long kernel on q0, in us: longer than issuing the other streams'
-#: ops takes (15 launches of 15 to 30 us on the H100 and H200 hosts).
-QUEUE_PROBE_HOLD_US = 2000
 #: Runs of the cold host-function probe: each run's one callback is its first.
 COLD_HOST_FUNC_RUNS = 5
 #: How long the callback thread idles before the cold probe's host function (a pipeline's
@@ -183,20 +180,7 @@ class Calibration:
         never wait get queues of their own. The long kernel outlasts the 15 launches (about 30
         us each), so that every stream's op is issued before it ends."""
         n = QUEUE_PROBE_STREAMS
-        streams = [{"name": f"q{i}", "kind": "non_blocking"} for i in range(n)]
-        long_kernel = {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32,
-                       "block_us": QUEUE_PROBE_HOLD_US}  # fmt: skip
-        program: list[dict] = []
-        for held, probe in (
-            ({"op": "d2h", "stream": "q0", "bytes": 4 * KB}, {"op": "h2d", "bytes": 4 * KB}),
-            (
-                {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32, "block_us": 2},
-                {"op": "kernel", "blocks": 1, "threads": 32, "block_us": 2},
-            ),
-        ):
-            program += [dict(long_kernel), held]
-            program += [{**probe, "stream": f"q{i}"} for i in range(1, n)]
-            program.append({"op": "device_sync"})
+        streams, program = hardware_queue_program()
         tl = self.measure("hardware queues", streams, program)
         waited: dict[str, list[int]] = {}
         evidence: dict[str, int] = {}

@@ -194,6 +194,35 @@ def cross_checked_bidirectional(
     return out, report
 
 
+#: Streams the hardware-queue probe uses (CUDA allows at most 32 connections; 8 by default).
+QUEUE_PROBE_STREAMS = 16
+#: The hardware-queue probe's long kernel on q0, in us: longer than issuing the other streams'
+#: ops takes (15 launches of 15 to 30 us on the H100 and H200 hosts).
+QUEUE_PROBE_HOLD_US = 2000
+
+
+def hardware_queue_program() -> tuple[list[dict], list[dict]]:
+    """The hardware-queue probe's streams and program: a copy and a kernel held back on stream
+    q0 (behind a long kernel) and, issued after them, a copy and a kernel on each of 15 more
+    streams; a device sync after each part (``QUEUE_PROBE_STREAMS + 2`` ops per part)."""
+    n = QUEUE_PROBE_STREAMS
+    streams = [{"name": f"q{i}", "kind": "non_blocking"} for i in range(n)]
+    long_kernel = {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32,
+                   "block_us": QUEUE_PROBE_HOLD_US}  # fmt: skip
+    program: list[dict] = []
+    for held, probe in (
+        ({"op": "d2h", "stream": "q0", "bytes": 4 * KB}, {"op": "h2d", "bytes": 4 * KB}),
+        (
+            {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32, "block_us": 2},
+            {"op": "kernel", "blocks": 1, "threads": 32, "block_us": 2},
+        ),
+    ):
+        program += [dict(long_kernel), held]
+        program += [{**probe, "stream": f"q{i}"} for i in range(1, n)]
+        program.append({"op": "device_sync"})
+    return streams, program
+
+
 def streams_that_waited(release_ns: int, issued_ns: list[int], started_ns: list[int]) -> list[int]:
     """The hardware-queue probe's streams (numbered from 1, as q1, q2 ...) whose op waited for
     the held op's release: issued (its call returned) before the release and started at or
