@@ -40,7 +40,7 @@ fuzz: $(STAMP)
 
 # Regenerate the user guide's screenshots from the real app (offscreen).
 docs: $(STAMP)
-	$(PY) docs/make_screenshots.py
+	$(PY) docs/scripts/make_screenshots.py
 
 # A one-folder desktop bundle (dist/swimlanes/) plus an sdist and a wheel (dist/).
 package: $(STAMP)

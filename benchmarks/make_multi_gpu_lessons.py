@@ -4,7 +4,7 @@ their presets; run from the repository root: ``python benchmarks/make_multi_gpu_
 
 ``--check`` writes nothing and exits 1 when a shipped file differs from what the script builds
 (the figures moved: run it without ``--check`` and update docs/multi-gpu.md from
-``docs/figures.py``).
+``docs/scripts/figures.py``).
 
 The DDP step is a GPT-2-medium-sized transformer (24 layers, d_model 1024, sequences of 1024
 tokens) trained with PyTorch DistributedDataParallel on 8 GPUs: per device a compute stream runs

@@ -204,7 +204,9 @@ def test_comparing_documents_every_insight_rule() -> None:
 
 
 def _load_screenshot_script():  # noqa: ANN202 - a module
-    spec = importlib.util.spec_from_file_location("make_screenshots", DOCS / "make_screenshots.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_screenshots", DOCS / "scripts" / "make_screenshots.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("make_screenshots", module)
@@ -214,7 +216,7 @@ def _load_screenshot_script():  # noqa: ANN202 - a module
 
 def test_screenshot_script_regenerates_a_chart_and_a_window_shot(tmp_path: Path) -> None:
     # A separate process, as `make docs` runs it: the script owns its QApplication there.
-    script = DOCS / "make_screenshots.py"
+    script = DOCS / "scripts" / "make_screenshots.py"
     only = ["lesson-two-streams", "main-window"]
     run = subprocess.run(
         [sys.executable, str(script), "--only", *only, "--out", str(tmp_path)],
@@ -234,7 +236,7 @@ def test_screenshot_script_regenerates_a_chart_and_a_window_shot(tmp_path: Path)
 
 
 def test_figures_script_prints_the_quoted_figures(capsys: pytest.CaptureFixture[str]) -> None:
-    spec = importlib.util.spec_from_file_location("docs_figures", DOCS / "figures.py")
+    spec = importlib.util.spec_from_file_location("docs_figures", DOCS / "scripts" / "figures.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -307,7 +309,7 @@ def test_comparing_quotes_the_current_accuracy_of_every_example() -> None:
 
 
 def _load_figures():  # noqa: ANN202 - a module
-    spec = importlib.util.spec_from_file_location("docs_figures", DOCS / "figures.py")
+    spec = importlib.util.spec_from_file_location("docs_figures", DOCS / "scripts" / "figures.py")
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

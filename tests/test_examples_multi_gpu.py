@@ -35,7 +35,7 @@ def test_the_multi_gpu_examples_are_shipped() -> None:
 
 def test_the_examples_are_what_the_generator_makes_now(capsys: pytest.CaptureFixture[str]) -> None:
     # a stale file means the simulator or a preset moved: rerun the generator, then update the
-    # figures in docs/multi-gpu.md from docs/figures.py
+    # figures in docs/multi-gpu.md from docs/scripts/figures.py
     assert _generator().main(["--check"]) == 0, capsys.readouterr().err
 
 

@@ -108,6 +108,9 @@ def test_wheel_contains_resources_and_console_script(tmp_path: Path) -> None:
     examples = [n for n in names if n.startswith("swimlanes/_resources/examples/")]
     assert len(examples) >= 10, examples
     assert "swimlanes/_resources/icons/swimlanes.svg" in names
+    # The guide's pages ship; the scripts that draw its figures (docs/scripts) do not.
+    assert "swimlanes/_docs/simulating.md" in names
+    assert not [n for n in names if n.startswith("swimlanes/_docs/") and n.endswith(".py")]
     entry_points = (
         zipfile.ZipFile(wheel)
         .read(next(n for n in names if n.endswith("entry_points.txt")))

@@ -1,6 +1,6 @@
 """Print every figure the user guide quotes, from the current simulator and presets.
 
-    .venv/bin/python docs/figures.py
+    .venv/bin/python docs/scripts/figures.py
 
 The guide's numbers are simulations, so they change when the engine or a preset changes (for
 example when ``resources/presets/h200.json`` is recalibrated). ``tests/test_docs.py`` fails when
@@ -16,11 +16,13 @@ import importlib.util
 import sys
 from pathlib import Path
 
-DOCS = Path(__file__).resolve().parent
+DOCS = Path(__file__).resolve().parents[1]  # (the guide; these scripts are not shipped with it)
 
 
 def _screenshots():  # noqa: ANN202 - the make_screenshots module (its lesson list)
-    spec = importlib.util.spec_from_file_location("make_screenshots", DOCS / "make_screenshots.py")
+    spec = importlib.util.spec_from_file_location(
+        "make_screenshots", DOCS / "scripts" / "make_screenshots.py"
+    )
     module = importlib.util.module_from_spec(spec)
     sys.modules.setdefault("make_screenshots", module)
     spec.loader.exec_module(module)

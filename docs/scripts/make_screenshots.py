@@ -1,7 +1,7 @@
 """Regenerate every PNG in docs/images/ from the real app, headless.
 
-    .venv/bin/python docs/make_screenshots.py            # all images
-    .venv/bin/python docs/make_screenshots.py --only lesson-two-streams main-window
+    .venv/bin/python docs/scripts/make_screenshots.py            # all images
+    .venv/bin/python docs/scripts/make_screenshots.py --only lesson-two-streams main-window
 
 Two kinds of image:
 
@@ -32,7 +32,7 @@ from pathlib import Path
 
 os.environ["QT_QPA_PLATFORM"] = "offscreen"  # before any Qt import: same pixels everywhere
 
-DOCS = Path(__file__).resolve().parent
+DOCS = Path(__file__).resolve().parents[1]  # (the guide; these scripts are not shipped with it)
 IMAGES = DOCS / "images"
 WINDOW_SIZE = (1600, 1000)
 #: Lesson images are drawn at this logical width; PNGs carry 2x pixels (1600 px wide).
