@@ -212,6 +212,7 @@ def device_presets(draw: st.DrawFn) -> DevicePreset:
         "connections": draw(st.integers(0 if queues == "hyperq" else 1, 4)),
         "copy_queue_per_stream": queues == "hyperq" and draw(st.booleans()),
         "copy_channels": draw(st.sampled_from([0, 0, 1, 2, 4])),
+        "queue_choice": draw(st.sampled_from(["stream", "free"])),
         "copy_engines_per_direction": draw(st.integers(1, 2)),
         "shared_copy_engine": draw(st.booleans()),
         "copy_order": draw(st.sampled_from(["measured", "fifo", "stream_fifo"])),

@@ -102,6 +102,8 @@ def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     plan.shared_queues |= hyperq and (preset.copy_queue_per_stream or preset.copy_channels > 0)
     if hyperq and preset.copy_channels:
         plan.copy_channel_base = 1 + conns
+    if hyperq and preset.connections and preset.queue_choice == "free":
+        plan.free_queues = conns
     return plan
 
 

@@ -102,6 +102,9 @@ class Plan:
     shared_queues: bool = False  # some hardware queue carries more than one stream
     #: The first of the copy channels' queues (H2D's, then D2H's; -1: no copy channels).
     copy_channel_base: int = -1
+    #: queue_choice "free": the connection queues 1 .. free_queues, which an op whose planned
+    #: queue is one of them picks as it reaches the GPU (RunState.choose_queue); 0: none.
+    free_queues: int = 0
     shape_count: int = 0  # distinct op shapes (each worked out once by the planner)
     kind: list[int] = field(default_factory=list)
     queue: list[int] = field(default_factory=list)  # hardware queue of enqueued ops, else -1

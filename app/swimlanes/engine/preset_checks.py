@@ -21,6 +21,8 @@ if TYPE_CHECKING:
     from swimlanes.engine.presets import DevicePreset
 
 HARDWARE_QUEUE_MODELS: tuple[str, ...] = ("hyperq", "fermi")
+#: How an op's Hyper-Q connection queue is chosen (DevicePreset.queue_choice).
+QUEUE_CHOICES: tuple[str, ...] = ("stream", "free")
 #: How a copy engine picks among ready copies (see engine.copies.choose_copy).
 COPY_ORDERS: tuple[str, ...] = ("measured", "fifo", "stream_fifo")
 #: Keys of ``bandwidth_table``: measured size -> bandwidth points per transfer kind.
@@ -168,6 +170,8 @@ def check_preset(p: DevicePreset) -> None:
         raise ValueError(f"copy_order: must be one of {', '.join(COPY_ORDERS)}")
     if p.hardware_queues not in HARDWARE_QUEUE_MODELS:
         raise ValueError(f"hardware_queues: must be one of {', '.join(HARDWARE_QUEUE_MODELS)}")
+    if p.queue_choice not in QUEUE_CHOICES:
+        raise ValueError(f"queue_choice: must be one of {', '.join(QUEUE_CHOICES)}")
     for key in (
         "h2d_pinned_gbps",
         "d2h_pinned_gbps",

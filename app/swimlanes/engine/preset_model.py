@@ -102,6 +102,13 @@ class DevicePreset:
     connections: int = 8
     #: "hyperq": per-connection FIFOs; "fermi": one compute queue plus one FIFO per copy engine.
     hardware_queues: str = "hyperq"
+    #: Hyper-Q with ``connections``: how an op comes to its connection's queue. "stream": each
+    #: stream's fixed queue, round-robin in creation order. "free": chosen as the op reaches
+    #: the GPU: its stream's queue while the stream has an op waiting in one, else the
+    #: lowest-numbered empty connection queue, else the next of a round-robin over them (the
+    #: H100 and H200 hosts measured: only streams issued while every queue's head was held
+    #: waited behind another stream's op). No effect on Fermi or with a queue per stream.
+    queue_choice: str = "stream"
     #: Hyper-Q: H2D and D2H copies go through a queue of their stream's own rather than the
     #: stream's shared connection, so a copy held back on one stream never holds back another
     #: stream's copies (measured on H100 and H200: with 16 streams, kernels beyond the 8th

@@ -56,6 +56,9 @@ class QueueDrain(RunState):
         # left waits for it (its first dependency): no need to look at it now.
         one_stream = not track
         lat, origin = self.dep_latency, self.origin  # see state._dependency_latency
+        # queue_choice "free": its connection queues count their streams' waiting ops.
+        free_top, waiting = (self.free.top, self.free.waiting) if self.free else (0, [])
+        stream_of = self.plan.stream
 
         def last_done(deps: tuple[int, ...]) -> int:
             """The dependency done last (the first such: max()'s choice), spelled out for the
@@ -110,6 +113,8 @@ class QueueDrain(RunState):
                     queue_len[q] = left
                     if left:
                         queue_head[q] = next_in_queue[i]
+                    if q <= free_top and q:
+                        waiting[stream_of[i]] -= 1
                     if track:
                         note_queue_delay(q, i, ready, t)
                     run = run_of[i]

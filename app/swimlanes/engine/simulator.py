@@ -330,6 +330,10 @@ class _Run(QueueDrain):
             self.make_release(examine) if self.dep_latency is not None else examine_at_once(todo)
         )
         engine, waiters, copy_pools = self.engine, self.waiters, self.copy_pools
+        # queue_choice "free": ops choose among the connection queues 1 .. free_top as they
+        # join, and the connection queues count their streams' waiting ops (FreeQueues).
+        free = self.free
+        free_top, waiting = (free.top, free.waiting) if free else (0, [])
         copies_dispatch, copies_finish = copies.dispatch, copies.finish
         blocks_dispatch, batch_end = blocks.dispatch, blocks.batch_end
         # The loop reads one row past the program: a host call that is never fast, and the cost
@@ -361,8 +365,11 @@ class _Run(QueueDrain):
                     while True:
                         # What it waits for is its stream predecessor, or for an event wait as
                         # RunState._event_tables set (which also drew the event edges).
-                        tail[stream_l[i]] = i
+                        s = stream_l[i]
+                        tail[s] = i
                         q = queue_l[i]
+                        if q <= free_top and q:
+                            q = free.choose(i, s)  # type: ignore[union-attr]
                         ready_at[i] = t + latency[kind_l[i]]
                         queued = queue_len[q]
                         if queued:  # behind other ops: it leaves when they have
@@ -394,6 +401,8 @@ class _Run(QueueDrain):
                         queue_len[a] = queued
                         if queued:
                             queue_head[a] = next_in_queue[b]
+                        if a <= free_top and a:
+                            waiting[stream_l[b]] -= 1
                         to_engine[run_l[b]](b, t)
                         if queued:  # the next op waits for it: re-examine then
                             ws = waiters[b]

@@ -37,6 +37,7 @@ from swimlanes.engine.plan import (
     run_of,
 )
 from swimlanes.engine.presets import DevicePreset
+from swimlanes.engine.queue_choice import FreeQueues
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME
 
 HOST = -1  # waiter id of the host thread
@@ -117,7 +118,7 @@ class RunState:
         "quiet", "last_default", "barrier_id", "barrier_ops", "record_of",
         "host_i", "host_t", "host_wait", "dirty", "signal_delay", "groups", "last_kernel",
         "kernel_tail", "sync_return", "dep_latency", "origin", "call_gap", "h2d_chunk",
-        "callback_cold", "callback_wake",
+        "callback_cold", "callback_wake", "free",
     )  # fmt: skip
 
     def __init__(
@@ -175,12 +176,19 @@ class RunState:
             chain_links(arrays["stream"], arrays["run"] >= 0) if n else (empty, empty)
         )
         self.prev_in_stream = memoryview(self.prev_array)  # type: ignore[arg-type]
-        # With one stream per queue, a queue's next op is its stream's next op.
-        if plan.shared_queues and n:
+        # With one stream per queue, a queue's next op is its stream's next op. Freely chosen
+        # connection queues are chained as ops join them (FreeQueues.choose).
+        top = plan.free_queues
+        if top and n:
+            queue = arrays["queue"]
+            fixed = (queue >= 0) & ((queue < 1) | (queue > top))
+            next_in_queue = chain_links(queue, fixed)[1]
+        elif plan.shared_queues and n:
             next_in_queue = chain_links(arrays["queue"], arrays["queue"] >= 0)[1]
         else:
             next_in_queue = next_in_stream
         self.next_in_queue = memoryview(next_in_queue)  # type: ignore[arg-type]
+        self.free = FreeQueues(top, self.queue_len, self.next_in_queue, n_streams) if top else None
         # When each queued op may leave its queue: raw, as it is read long after it is written.
         self.ready_at = memoryview(np.full(n, NO_TIME, np.int64))  # type: ignore[arg-type]
         self.queue_last_stream = [-1] * plan.queue_count
@@ -452,6 +460,9 @@ class RunState:
         # else: only its stream predecessor, or as _event_tables set for a wait
         self.tail[s] = i
         q = plan.queue[i]
+        free = self.free
+        if free is not None and 0 < q <= free.top:
+            q = free.choose(i, s)
         self.ready_at[i] = t + self.launch_latency[kind]
         queued = self.queue_len[q]
         self.queue_len[q] = queued + 1

@@ -49,6 +49,7 @@ from swimlanes.engine.core.layout import (
     ENQ_WAIT,
     EV_CALLBACK,
     EVENT_WAIT_KIND,
+    FREE_TOP,
     G_COUNT,
     G_HEAD,
     G_TAIL,
@@ -73,6 +74,7 @@ from swimlanes.engine.core.layout import (
     N_OPS,
     N_STREAMS,
     NEXTDEF,
+    NEXTQ,
     OP_CODES,
     OP_ENGINES,
     OP_FLOATS,
@@ -82,6 +84,7 @@ from swimlanes.engine.core.layout import (
     POOL_TIMES,
     Q_HEAD,
     Q_LEN,
+    Q_TAIL,
     QUEUE,
     QUEUES,
     READY,
@@ -94,10 +97,12 @@ from swimlanes.engine.core.layout import (
     S_CLASS,
     S_COVERED,
     S_PRIO,
+    S_QUEUE,
     S_QUIET,
     S_SEEN_BARRIER,
     S_SEEN_DEFAULT,
     S_TAIL,
+    S_WAITING,
     SCALARS,
     SIGNAL,
     SM_COUNT,
@@ -112,6 +117,7 @@ from swimlanes.engine.core.layout import (
     STREAM_LEGACY,
     STREAMS,
     SYNC0,
+    TURN,
     W_BLOCK_NS,
     W_COST,
     W_MAXRES,
@@ -302,12 +308,41 @@ def enqueue(state: tuple[Any, ...], i: int, t: int) -> None:
         stream_deps(state, i, s, kind, p)
     streams[S_TAIL, s] = i
     q = op_codes[i, QUEUE]
+    if q <= config[FREE_TOP] and q:
+        q = choose_queue(state, i, s)
     op_times[i, READY] = t + config[LAUNCH0 + kind]
     queued = queues[Q_LEN, q]
     queues[Q_LEN, q] = queued + 1
     if not queued:
         queues[Q_HEAD, q] = i
         todo_push(buffers, scalars, q)
+
+
+@njit(cache=True)
+def choose_queue(state: tuple[Any, ...], i: int, s: int) -> int:
+    """FreeQueues.choose: the connection queue op i of stream s joins now (queue_choice
+    "free"), linked into that queue's chain."""
+    config = state[CONFIG]
+    scalars = state[SCALARS]
+    streams = state[STREAMS]
+    queues = state[QUEUES]
+    op_codes = state[OP_CODES]
+    top = config[FREE_TOP]
+    if streams[S_WAITING, s]:
+        q = streams[S_QUEUE, s]
+    else:
+        q = 1
+        while q <= top and queues[Q_LEN, q]:
+            q += 1
+        if q > top:  # every queue holds an op: round-robin
+            q = 1 + scalars[TURN]
+            scalars[TURN] = q % top
+        streams[S_QUEUE, s] = q
+    streams[S_WAITING, s] += 1
+    if queues[Q_LEN, q]:
+        op_codes[queues[Q_TAIL, q], NEXTQ] = i
+    queues[Q_TAIL, q] = i
+    return q
 
 
 @njit(cache=True)

@@ -59,17 +59,17 @@ N_OP_FLOAT_FIELDS = 2
 (
     HOST_I, HOST_T, DIRTY, HEAP_N, SEQ, WN_N, DP_N, EDGE_N, OCC_N, TODO_N, LAST_DEFAULT,
     BARRIER_ID, BAR_N, HOST_WAITING, HW_N, LK_OP, LK_STREAM, LK_GROUP, GROUP_N, FREE,
-    RES_KERNELS, PEND_N, RUNNING, RUNNING_D2H, POOL_N, POOL_N_D2H, BAIL, CB_WAKE,
-) = range(28)  # fmt: skip
-N_SCALARS = 28
+    RES_KERNELS, PEND_N, RUNNING, RUNNING_D2H, POOL_N, POOL_N_D2H, BAIL, CB_WAKE, TURN,
+) = range(29)  # fmt: skip
+N_SCALARS = 29
 
 # -- configuration (config: int64, config_floats: float64) -----------------------------------------
 (
     N_OPS, COMPUTE, SIGNAL, TRACK, LAT_ON, KTAIL, SM_COUNT, SLOTS_PER_SM, SLOTS, MAX_RES_K,
     SHARED, N_ENG, STICKY, OLDEST_FIRST, FLUID, PAIRED, SMC_COST, SMC_MAXRES, POOL_OF_H2D,
-    POOL_OF_D2H, H2D_KIND, EVENT_WAIT_KIND, N_STREAMS, CB_COLD,
-) = range(24)  # fmt: skip
-LAT0 = 24  # 25 entries: state._dependency_latency's table
+    POOL_OF_D2H, H2D_KIND, EVENT_WAIT_KIND, N_STREAMS, CB_COLD, FREE_TOP,
+) = range(25)  # fmt: skip
+LAT0 = 25  # 25 entries: state._dependency_latency's table
 LAUNCH0 = LAT0 + 25  # 32 entries: launch latency per op kind code
 SYNC0 = LAUNCH0 + 32  # 9 entries: sync_return per host code
 REST0 = SYNC0 + 9  # 4 entries: rest after a copy, [direction * 2 + contended]
@@ -78,10 +78,13 @@ SLOWED0, FIXED0, FIXED_SLOWED0 = 0, 2, 4  # config_floats: two each, by directio
 N_FCONFIG = 6
 
 # -- rows of the tables streams, queues, copy_engines and copy_engine_floats ---------------------
-S_CLASS, S_PRIO, S_TAIL, S_COVERED, S_SEEN_DEFAULT, S_SEEN_BARRIER, S_QUIET = range(7)
-N_STREAM_ROWS = 7
-Q_HEAD, Q_LEN, Q_LAST_STREAM, Q_PREV_POP, Q_PREV_POP_T = range(5)
-N_QUEUE_ROWS = 5
+# (S_WAITING, S_QUEUE and Q_TAIL: queue_choice "free", see engine.queue_choice.FreeQueues;
+# FREE_TOP in config is its last connection queue, 0 without it, and TURN its round-robin.)
+(S_CLASS, S_PRIO, S_TAIL, S_COVERED, S_SEEN_DEFAULT, S_SEEN_BARRIER, S_QUIET, S_WAITING,
+ S_QUEUE) = range(9)  # fmt: skip
+N_STREAM_ROWS = 9
+Q_HEAD, Q_LEN, Q_LAST_STREAM, Q_PREV_POP, Q_PREV_POP_T, Q_TAIL = range(6)
+N_QUEUE_ROWS = 6
 (E_POOL, E_OP, E_DIR, E_LAST_STREAM, E_SINCE, E_VERSION, E_CONTENDED, E_FREE_AT, E_WAKE_AT,
  E_PARTNER) = range(10)  # fmt: skip
 N_ENGINE_ROWS = 10

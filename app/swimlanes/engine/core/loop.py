@@ -16,7 +16,7 @@ from swimlanes.engine.core.engines import (
     copies_dispatch,
     copies_finish,
 )
-from swimlanes.engine.core.host import finish, host_step, to_engine
+from swimlanes.engine.core.host import choose_queue, finish, host_step, to_engine
 from swimlanes.engine.core.layout import (
     BAIL,
     BLOCKS,
@@ -36,6 +36,7 @@ from swimlanes.engine.core.layout import (
     EV_BATCH,
     EV_COPY,
     EV_TIMER,
+    FREE_TOP,
     HEAP,
     HOST_I,
     HOST_T,
@@ -65,6 +66,7 @@ from swimlanes.engine.core.layout import (
     RUN,
     S_QUIET,
     S_TAIL,
+    S_WAITING,
     SCALARS,
     SIGNAL,
     SMS_IDLE,
@@ -98,6 +100,7 @@ def run_steps(state: tuple[Any, ...], budget: int) -> int:
     end = state[END_TIMES]
     engine = state[OP_ENGINES]
     plain = not (config[SIGNAL] or config[TRACK])
+    free_top = config[FREE_TOP]  # queue_choice "free": its connection queues 1 .. free_top
     n = config[N_OPS]
     for _ in range(budget):
         if scalars[BAIL]:
@@ -115,8 +118,11 @@ def run_steps(state: tuple[Any, ...], budget: int) -> int:
                 # call after call until the next device event or work for the engines.
                 stop = scalars[DIRTY] != 0
                 while True:
-                    streams[S_TAIL, op_codes[i, STREAM]] = i
+                    s = op_codes[i, STREAM]
+                    streams[S_TAIL, s] = i
                     q = op_codes[i, QUEUE]
+                    if q <= free_top and q:
+                        q = choose_queue(state, i, s)
                     op_times[i, READY] = t + config[LAUNCH0 + op_codes[i, KIND]]
                     queued = queues[Q_LEN, q]
                     if queued:
@@ -153,6 +159,8 @@ def run_steps(state: tuple[Any, ...], budget: int) -> int:
                     queues[Q_LEN, a] = queued
                     if queued:
                         queues[Q_HEAD, a] = op_codes[b, NEXTQ]
+                    if a <= free_top and a:
+                        streams[S_WAITING, op_codes[b, STREAM]] -= 1
                     to_engine(state, op_codes[b, RUN], b, t)
                     if queued:  # the next op waits for it: re-examine then
                         add_waiter(op_times, buffers, scalars, b, a)

@@ -170,6 +170,7 @@ def _config(run: RunState) -> tuple[np.ndarray, np.ndarray]:
     config[layout.H2D_KIND], config[layout.EVENT_WAIT_KIND] = K["h2d"], K["event_wait"]
     config[layout.N_STREAMS] = len(run.plan.stream_names)
     config[layout.CB_COLD] = run.callback_cold
+    config[layout.FREE_TOP] = run.free.top if run.free is not None else 0
     if run.dep_latency is not None:
         config[layout.LAT0 : layout.LAT0 + 25] = run.dep_latency
     config[layout.LAUNCH0 : layout.LAUNCH0 + len(run.launch_latency)] = run.launch_latency
@@ -220,7 +221,8 @@ def build_state(run: RunState) -> State:
     streams[layout.S_CLASS], streams[layout.S_PRIO] = plan.stream_class, plan.priority
     streams[layout.S_TAIL] = streams[layout.S_COVERED] = streams[layout.S_SEEN_DEFAULT] = -1
     queues = np.zeros((layout.N_QUEUE_ROWS, n_queues), np.int64)
-    for row in (layout.Q_HEAD, layout.Q_LAST_STREAM, layout.Q_PREV_POP, layout.Q_PREV_POP_T):
+    for row in (layout.Q_HEAD, layout.Q_LAST_STREAM, layout.Q_PREV_POP, layout.Q_PREV_POP_T,
+                layout.Q_TAIL):  # fmt: skip
         queues[row] = -1
     copy_engines, copy_engine_floats = _engines(run)
     copies = max(1, int(np.count_nonzero(op_codes[:n, layout.RUN] == 0)))

@@ -20,6 +20,7 @@ from swimlanes.engine.core.layout import (
     DSTART,
     END_TIMES,
     EV_TIMER,
+    FREE_TOP,
     HOST,
     HOST_WAITING,
     LAT0,
@@ -39,10 +40,12 @@ from swimlanes.engine.core.layout import (
     RUN,
     RUN_INSTANT,
     RUN_KERNEL,
+    S_WAITING,
     SCALARS,
     SIGNAL,
     START_TIMES,
     STREAM,
+    STREAMS,
     TODO,
     TODO_N,
     TRACK,
@@ -119,6 +122,8 @@ def examine(state: tuple[Any, ...], q: int, t: int) -> None:
             queues[Q_LEN, q] = left
             if left:
                 queues[Q_HEAD, q] = op_codes[i, NEXTQ]
+            if q <= config[FREE_TOP] and q:
+                state[STREAMS][S_WAITING, op_codes[i, STREAM]] -= 1
             if track:
                 note_queue_delay(state, q, i, ready, t)
             r = op_codes[i, RUN]

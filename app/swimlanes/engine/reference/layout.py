@@ -111,7 +111,8 @@ def layout(pipeline: Pipeline, preset: DevicePreset) -> Layout:
         for i, facts in zip(dev.ops, local_ops, strict=True):
             queue = facts.queue + queue_base if facts.queue >= 0 else -1
             stream = to_global[facts.stream] if facts.stream >= 0 else -1
-            ops[i] = replace(facts, index=i, stream=stream, queue=queue)
+            choices = range(facts.choices.start + queue_base, facts.choices.stop + queue_base)
+            ops[i] = replace(facts, index=i, stream=stream, queue=queue, choices=choices)
         queue_base += queue_count
         devices.append(dev)
     out = Layout(devices, [o for o in ops if o is not None],

@@ -93,6 +93,9 @@ class OpFacts:
     #: What a copy engine's preference for more of the same follows: the copy's channel (a
     #: number past the streams'), None: its stream.
     copy_key: int | None = None
+    #: queue_choice "free": the connection queues it chooses ``queue`` among as it reaches
+    #: the GPU (Simulation.hardware_queue); empty: it joins ``queue``.
+    choices: range = range(0)
 
 
 def stream_table(pipeline: Pipeline, preset: DevicePreset) -> tuple[list[StreamFacts], int]:
@@ -128,6 +131,17 @@ def stream_table(pipeline: Pipeline, preset: DevicePreset) -> tuple[list[StreamF
     return facts, queue_count
 
 
+def free_connections(preset: DevicePreset) -> range:
+    """The connection queues that ops choose among as they reach the GPU: with
+    ``queue_choice`` "free" on Hyper-Q with ``connections``, queues 1 to ``connections``
+    (the legacy default stream's is 0); otherwise none (each stream keeps its own)."""
+    if preset.hardware_queues != "hyperq" or not preset.connections:
+        return range(0)
+    if preset.queue_choice != "free":
+        return range(0)
+    return range(1, 1 + preset.connections)
+
+
 def op_table(
     pipeline: Pipeline, preset: DevicePreset, streams: list[StreamFacts], queue_count: int
 ) -> list[OpFacts]:
@@ -137,6 +151,7 @@ def op_table(
     facts = []
     previous_call: tuple | None = None
     channels = _CopyChannels(preset, streams, queue_count, pipeline.program)
+    connections = free_connections(preset)
     for i, op in enumerate(pipeline.program):
         stream = -1 if op.stream_name is None else index[op.stream_name]
         engine = _ENGINE.get(op.op)
@@ -158,6 +173,7 @@ def op_table(
             copy_key = len(streams) + queue
         else:
             queue = _queue(op, engine, stream, streams, queue_count, preset)
+        choices = connections if queue in connections else range(0)
         fact = OpFacts(
             index=i,
             kind=op.op,
@@ -172,6 +188,7 @@ def op_table(
             event=op.event,
             engine_class=_engine_class(op.op, preset),
             copy_key=copy_key,
+            choices=choices,
         )
         if (
             op.copy_out_us is not None

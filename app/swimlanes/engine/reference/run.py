@@ -123,6 +123,9 @@ class Simulation:
         # Hardware queues shared by streams: which stream left each last, and when.
         self.queue_last = [(-1, -1, -1)] * queue_count  # (stream, op, time)
         self.shared_queues = shared_queues(ops, streams, preset)
+        # queue_choice "free": each device's round-robin over its connection queues (by the
+        # first of them), for ops issued while every one of them holds an op.
+        self.queue_turn: dict[int, int] = {}
         self.fermi_groups: dict[int, FermiGroup] = {}
         self.last_kernel: tuple[int, int, FermiGroup] = (-2, -1, FermiGroup())
         # The host thread.
@@ -247,10 +250,28 @@ class Simulation:
         state.deps = self.stream_deps(i, s)
         self.tail[s] = i
         state.ready_at = t + self.launch_latency(op)
-        queue = self.queues[op.queue]
+        q = self.hardware_queue(i)
+        queue = self.queues[q]
         queue.append(i)
         if len(queue) == 1:  # at the head: it may leave at once
-            self.to_examine.append(op.queue)
+            self.to_examine.append(q)
+
+    def hardware_queue(self, i: int) -> int:
+        """The queue op ``i`` joins as it reaches the GPU: its planned one, or with
+        ``queue_choice`` "free" one of the connection queues it may choose (rule 4)."""
+        op = self.ops[i]
+        if not op.choices:
+            return op.queue
+        for q in op.choices:  # its stream's op waiting in one: behind it, in stream order
+            if any(self.ops[x].stream == op.stream for x in self.queues[q]):
+                return q
+        for q in op.choices:  # else the first empty one
+            if not self.queues[q]:
+                return q
+        # Else every queue's head is held: the next queue in turn (of this device's queues).
+        turn = self.queue_turn.get(op.choices.start, 0)
+        self.queue_turn[op.choices.start] = (turn + 1) % len(op.choices)
+        return op.choices[turn]
 
     def stream_deps(self, i: int, s: int) -> tuple[int, ...]:
         """The ops op ``i`` waits for on its stream ``s``; draws the edges."""

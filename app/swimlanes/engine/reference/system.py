@@ -139,6 +139,7 @@ class System(Simulation):
         self.next_in_stream = next_in_stream(ops)
         self.queue_last = [(-1, -1, -1)] * layout.queue_count
         self.shared_queues = any(d.shared_queues for d in layout.devices)
+        self.queue_turn: dict[int, int] = {}  # (Simulation.hardware_queue)
         self.fermi_groups: dict[int, FermiGroup] = {}
         self.engine_owner: dict[int, Device] = {}  # id of a copy engine -> its device
         self.devices = self._devices(layout)
