@@ -27,11 +27,12 @@ Semantics (each has tests in tests/engine):
    streams are exempt. ``malloc`` and a synchronous ``memset`` are device-wide implicit
    synchronisation: work issued after them waits for all work issued before them.
 4. **Hardware queues.** Hyper-Q: streams map round-robin, in creation order, onto ``connections``
-   in-order queues (the legacy default stream has its own). A queue's head leaves only when it
-   can run, so an op blocked at the head holds back other streams' ops behind it (a "queue"
-   dependency is recorded when that actually delayed them). Fermi: one compute queue and one
-   queue per copy pool, filled in issue order; each copy engine takes copies in the order its
-   queue releases them (the breadth-first vs depth-first issue lesson).
+   in-order queues (the legacy default stream has its own); with ``queue_choice`` "free" an op
+   picks its connection queue as its call returns (``queue_choice.py``). A queue's head leaves
+   only when it can run, so an op blocked at the head holds back other streams' ops behind it
+   (a "queue" dependency is recorded when that actually delayed them). Fermi: one compute
+   queue and one queue per copy pool, filled in issue order; each copy engine takes copies in
+   the order its queue releases them (the breadth-first vs depth-first issue lesson).
    An op that waited for another starts no earlier than ``dependency_latency_us`` after it
    completed on another engine (``kernel_dependency_latency_us`` when both run on the SMs); an
    event record or wait passes on the engine of the op that released it.

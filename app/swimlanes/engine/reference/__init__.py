@@ -55,7 +55,11 @@ once.
 4. **Hardware queues** (``examine``). An enqueued op joins a FIFO queue: Hyper-Q maps
    streams round-robin in creation order onto ``connections`` queues (0: one per stream; the
    legacy default stream has a queue of its own), and with ``copy_queue_per_stream`` a
-   stream's H2D and D2H copies use a queue of the stream's own. Fermi has one compute queue
+   stream's H2D and D2H copies use a queue of the stream's own. With ``queue_choice`` "free"
+   (and ``connections``) an op bound for a connection queue picks it as it reaches the GPU
+   (``hardware_queue``): its stream's queue while the stream has an op waiting in one, else
+   the lowest-numbered empty one, else the next of a round-robin over them (from the first,
+   advancing on each such choice). Fermi has one compute queue
    and one queue per copy engine. Only a queue's head may leave, once everything it waits for
    is done and it may start: no earlier than its call returned plus its launch latency
    (``kernel_launch_latency_us`` for kernels, ``copy_launch_latency_us`` for H2D and D2H,
