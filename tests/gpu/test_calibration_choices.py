@@ -108,18 +108,68 @@ def test_a_stream_issued_after_the_release_did_not_wait_for_it() -> None:
     assert streams_that_waited(release, issued, held) == [8]  # q8 shares q0's queue
 
 
+def _findings(depth: list[int], held: list[int], copies: list[int], issued: int = 15) -> dict:
+    def part(waited: list[int]) -> dict:
+        return {"streams_that_waited": waited, "streams_issued_before_release": issued}
+
+    return {"copies": part(copies), "depth": part(depth), "held": part(held)}
+
+
 @pytest.mark.parametrize(
-    ("waited", "evidence", "choices"),
+    ("findings", "choices"),
     [
-        ({"copies": [], "kernels": []}, {"copies": 15, "kernels": 15},
+        # H100 and H200 hosts, driver 580 (2026-11-25): streams share queues only when every
+        # queue's head is held, else an op takes a free queue.
+        (_findings(depth=list(range(8, 16)), held=[], copies=[]),
+         {"connections": 8, "copy_queue_per_stream": True, "queue_choice": "free"}),
+        # each stream's fixed queue: q8 waits behind q0's held kernel in both parts
+        (_findings(depth=list(range(8, 16)), held=[8], copies=[8]),
+         {"connections": 8, "copy_queue_per_stream": False, "queue_choice": "stream"}),
+        # no stream ever waited: a queue per stream
+        (_findings(depth=[], held=[], copies=[]),
          {"connections": 0, "copy_queue_per_stream": False}),
-        ({"copies": [8], "kernels": [8]}, {"copies": 15, "kernels": 15},
-         {"connections": 8, "copy_queue_per_stream": False}),
-        ({"copies": [], "kernels": [8]}, {"copies": 15, "kernels": 15},
-         {"connections": 8, "copy_queue_per_stream": True}),
-        ({"copies": [], "kernels": []}, {"copies": 0, "kernels": 15}, {}),
+        # too few streams issued before the release to tell: the preset's figures stay
+        (_findings(depth=[], held=[], copies=[], issued=5), {}),
     ],
 )  # fmt: skip
-def test_the_queue_choices_follow_the_streams_that_waited(waited, evidence, choices) -> None:
-    """No stream issued in time to tell: the built-in figures stay (an empty choice)."""
-    assert queue_choices(waited, evidence, connections=8) == choices
+def test_the_queue_choices_follow_the_streams_that_waited(findings, choices) -> None:
+    assert queue_choices(findings, connections=8) == choices
+
+
+@pytest.mark.parametrize(
+    ("connections", "queue_choice", "depth", "held", "choices"),
+    [
+        (8, "stream", list(range(8, 16)), [8], {"connections": 8, "queue_choice": "stream"}),
+        (8, "free", list(range(8, 16)), [], {"connections": 8, "queue_choice": "free"}),
+        (0, "stream", [], [], {"connections": 0}),
+    ],
+)
+def test_the_probe_reads_a_simulated_run_of_its_program(
+    connections, queue_choice, depth, held, choices
+) -> None:
+    """The probe's program simulated: with each stream's fixed queue among 8, q8..q15 wait in
+    ``depth`` and q8 in ``held`` (it shares q0's queue); with ops taking a free queue while
+    there is one, none waits in ``held``; with a queue per stream none waits at all. The
+    findings read from its rows, and the choices made from them, give the model back."""
+    from dataclasses import replace
+
+    from swimlanes.engine import simulate
+    from swimlanes.gpu.calibration_programs import hardware_queue_program, queue_probe_findings
+    from swimlanes.model.validate import pipeline_from_dict
+
+    streams, program, rows = hardware_queue_program()
+    doc = {"format": "swimlanes-pipeline", "version": 1, "name": "queues", "streams": streams,
+           "program": program}  # fmt: skip
+    preset = replace(
+        get_preset("h200"),
+        connections=connections,
+        queue_choice=queue_choice,
+        copy_queue_per_stream=False,
+    )
+    tl = simulate(pipeline_from_dict(doc), preset)
+    found = queue_probe_findings(tl.issue_end.tolist(), tl.start.tolist(), tl.end.tolist(), rows)
+    assert found["depth"]["streams_that_waited"] == depth
+    assert found["held"]["streams_that_waited"] == held
+    assert found["depth"]["streams_issued_before_release"] == 15
+    made = queue_choices(found, connections=8)
+    assert {k: made[k] for k in choices} == choices

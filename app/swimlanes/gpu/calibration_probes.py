@@ -18,14 +18,13 @@ from swimlanes.gpu.calibration_programs import (
     ISSUE_LOOPS,
     ISSUE_SAMPLES,
     MIXED_STREAMS,
-    QUEUE_PROBE_STREAMS,
     copy_order_of,
     grid_rate_program,
     hardware_queue_program,
     mixed_issue_program,
     queue_choices,
+    queue_probe_findings,
     roofline_overlap,
-    streams_that_waited,
     timing_program,
 )
 from swimlanes.gpu.errors import ExecutionCancelled, GpuError
@@ -173,32 +172,17 @@ class Calibration:
         return order
 
     def hardware_queues(self) -> dict[str, Any]:
-        """Which streams share a hardware queue: a copy and a kernel held back on stream q0
-        (behind a long kernel) and, issued after them, a copy and a kernel on each of 15 more
-        streams. Streams whose op was issued before the long kernel ended and still waited for
-        it share a queue with q0; none waiting means each stream has its own, and copies that
-        never wait get queues of their own. The long kernel outlasts the 15 launches (about 30
-        us each), so that every stream's op is issued before it ends."""
-        n = QUEUE_PROBE_STREAMS
-        streams, program = hardware_queue_program()
+        """Whether streams share hardware queues, and how an op picks its queue (see
+        ``calibration_programs.hardware_queue_program`` and ``queue_choices``)."""
+        streams, program, rows = hardware_queue_program()
         tl = self.measure("hardware queues", streams, program)
-        waited: dict[str, list[int]] = {}
-        evidence: dict[str, int] = {}
-        for part, name in ((0, "copies"), (1, "kernels")):
-            first = part * (n + 2)
-            release = int(tl.end[first])
-            rows = slice(first + 2, first + 1 + n)
-            issued, started = tl.issue_end[rows].tolist(), tl.start[rows].tolist()
-            waited[name] = streams_that_waited(release, issued, started)
-            evidence[name] = sum(1 for t in issued if t < release)
-        self.raw["hardware_queues"] = {
-            "streams_that_waited": waited,
-            "streams_issued_before_release": evidence,
-        }
-        # Which stream was the first to wait varied between runs on one H200 (6, 8, 9), so the
-        # probe only decides whether streams share queues at all; how many queues there are is
-        # CUDA's setting (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless set).
-        return queue_choices(waited, evidence, _connections_setting())
+        findings = queue_probe_findings(
+            tl.issue_end.tolist(), tl.start.tolist(), tl.end.tolist(), rows
+        )
+        self.raw["hardware_queues"] = findings
+        # How many queues there are is CUDA's setting (CUDA_DEVICE_MAX_CONNECTIONS, 8 unless
+        # set): which stream waited first varied between runs of the older probe on one H200.
+        return queue_choices(findings, _connections_setting())
 
     # -- host costs and latencies -----------------------------------------------------------
     def issue_costs(self) -> dict[str, dict[str, float]]:

@@ -196,39 +196,61 @@ def cross_checked_bidirectional(
 
 #: Streams the hardware-queue probe uses (CUDA allows at most 32 connections; 8 by default).
 QUEUE_PROBE_STREAMS = 16
-#: The hardware-queue probe's long kernel on q0, in us: longer than issuing the other streams'
-#: ops takes (15 launches of 15 to 30 us on the H100 and H200 hosts).
+#: The hardware-queue probe's long kernels, in us: longer than issuing the other streams' ops
+#: takes (up to 32 launches of 15 to 30 us on the H100 and H200 hosts).
 QUEUE_PROBE_HOLD_US = 2000
+#: The probe's short kernels (held behind their stream's long one), in us.
+QUEUE_PROBE_SHORT_US = 50
 
 
-def hardware_queue_program() -> tuple[list[dict], list[dict]]:
-    """The hardware-queue probe's streams and program: a copy and a kernel held back on stream
-    q0 (behind a long kernel) and, issued after them, a copy and a kernel on each of 15 more
-    streams; a device sync after each part (``QUEUE_PROBE_STREAMS + 2`` ops per part)."""
+def _probe_kernel(stream: int, block_us: int) -> dict:
+    return {"op": "kernel", "stream": f"q{stream}", "blocks": 1, "threads": 32,
+            "block_us": block_us}  # fmt: skip
+
+
+def hardware_queue_program() -> tuple[list[dict], list[dict], dict[str, Any]]:
+    """The hardware-queue probe's streams, program and the rows to read, in three parts (each
+    ended by a device sync):
+
+    - ``copies``: a D2H held on stream q0 behind a long kernel, then an H2D on each other
+      stream (do copies share the kernels' queues?);
+    - ``depth``: on each stream in turn a long kernel and a short one held behind it (every
+      queue's head is held: a stream that shares a queue waits for its head);
+    - ``held``: q0's short kernel held behind a long one, then a long kernel on each other
+      stream (one queue held: does a stream that would share it wait?).
+
+    ``rows`` gives, per part, the row of the op whose end releases the others (``release``)
+    and the rows of the 15 ops that may wait (``waiting``, streams q1 to q15)."""
     n = QUEUE_PROBE_STREAMS
     streams = [{"name": f"q{i}", "kind": "non_blocking"} for i in range(n)]
-    long_kernel = {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32,
-                   "block_us": QUEUE_PROBE_HOLD_US}  # fmt: skip
-    program: list[dict] = []
-    for held, probe in (
-        ({"op": "d2h", "stream": "q0", "bytes": 4 * KB}, {"op": "h2d", "bytes": 4 * KB}),
-        (
-            {"op": "kernel", "stream": "q0", "blocks": 1, "threads": 32, "block_us": 2},
-            {"op": "kernel", "blocks": 1, "threads": 32, "block_us": 2},
-        ),
-    ):
-        program += [dict(long_kernel), held]
-        program += [{**probe, "stream": f"q{i}"} for i in range(1, n)]
-        program.append({"op": "device_sync"})
-    return streams, program
+    hold, short = QUEUE_PROBE_HOLD_US, QUEUE_PROBE_SHORT_US
+    program: list[dict] = [_probe_kernel(0, hold), {"op": "d2h", "stream": "q0", "bytes": 4 * KB}]
+    rows: dict[str, Any] = {"copies": {"release": 0, "waiting": []}}
+    for i in range(1, n):
+        rows["copies"]["waiting"].append(len(program))
+        program.append({"op": "h2d", "stream": f"q{i}", "bytes": 4 * KB})
+    program.append({"op": "device_sync"})
+    rows["depth"] = {"release": len(program), "waiting": []}
+    for i in range(n):
+        if i:
+            rows["depth"]["waiting"].append(len(program))
+        program += [_probe_kernel(i, hold), _probe_kernel(i, short)]
+    program.append({"op": "device_sync"})
+    rows["held"] = {"release": len(program), "waiting": []}
+    program += [_probe_kernel(0, hold), _probe_kernel(0, short)]
+    for i in range(1, n):
+        rows["held"]["waiting"].append(len(program))
+        program.append(_probe_kernel(i, hold))
+    program.append({"op": "device_sync"})
+    return streams, program, rows
 
 
 def streams_that_waited(release_ns: int, issued_ns: list[int], started_ns: list[int]) -> list[int]:
     """The hardware-queue probe's streams (numbered from 1, as q1, q2 ...) whose op waited for
-    the held op's release: issued (its call returned) before the release and started at or
-    after it. An op issued after the release says nothing about queues: it could not start
-    earlier anyway (on the H100 and H200 hosts of 2026-11-24 and 25, the streams that "waited"
-    by start time alone were always the last ones launched, issued after the release)."""
+    the release: issued (its call returned) before the release and started at or after it.
+    An op issued after the release says nothing about queues: it could not start earlier
+    anyway (on the H100 and H200 hosts of 2026-11-24 and 25, the streams that "waited" by
+    start time alone, behind a 300 us kernel, were always the last ones launched)."""
     return [
         i
         for i, (issued, started) in enumerate(zip(issued_ns, started_ns, strict=True), start=1)
@@ -236,15 +258,45 @@ def streams_that_waited(release_ns: int, issued_ns: list[int], started_ns: list[
     ]
 
 
-def queue_choices(waited: dict[str, list[int]], evidence: dict[str, int], connections: int) -> dict:
-    """``connections`` and ``copy_queue_per_stream`` from the probe's streams that waited
-    (``copies`` and ``kernels``) and how many of its streams were issued before the release in
-    each part (``evidence``); ``connections`` is CUDA's setting. Empty (the built-in figures
-    stay) when a part had no stream issued in time to tell."""
-    if not (evidence.get("copies") and evidence.get("kernels")):
+def queue_probe_findings(
+    issue_end: list[int], start: list[int], end: list[int], rows: dict[str, Any]
+) -> dict[str, dict[str, Any]]:
+    """Per part of the probe (see :func:`hardware_queue_program`): the streams that waited
+    for the release and how many were issued before it (the evidence), from the measured
+    columns indexed by program row."""
+    out = {}
+    for part, where in rows.items():
+        release = int(end[where["release"]])
+        issued = [int(issue_end[r]) for r in where["waiting"]]
+        started = [int(start[r]) for r in where["waiting"]]
+        out[part] = {
+            "streams_that_waited": streams_that_waited(release, issued, started),
+            "streams_issued_before_release": sum(1 for t in issued if t < release),
+        }
+    return out
+
+
+def queue_choices(findings: dict[str, dict[str, Any]], connections: int) -> dict[str, Any]:
+    """``connections``, ``queue_choice`` and ``copy_queue_per_stream`` from the probe's
+    findings; ``connections`` is CUDA's setting (CUDA_DEVICE_MAX_CONNECTIONS).
+
+    Streams share queues when some stream waited in ``depth`` (every queue's head held); the
+    queue an op takes is then its stream's own (``stream``), or a free one while there is one
+    (``free``) when no stream waited in ``held`` (one queue held), as the H100 and H200 hosts
+    measured (driver 580, 2026-11-25). Copies have queues of their own when kernels waited
+    and copies did not. Empty (the preset's figures stay) when too few streams were issued
+    before a release to tell: ``connections`` of them in ``depth`` and ``held``."""
+    needed = min(connections, QUEUE_PROBE_STREAMS - 1)
+    depth, held, copies = findings["depth"], findings["held"], findings["copies"]
+    if depth["streams_issued_before_release"] < needed:
         return {}
-    shared = bool(waited["copies"] or waited["kernels"])
-    return {
-        "connections": connections if shared else 0,
-        "copy_queue_per_stream": bool(waited["kernels"]) and not waited["copies"],
+    shared = bool(depth["streams_that_waited"])
+    if not shared:
+        return {"connections": 0, "copy_queue_per_stream": False}
+    choices: dict[str, Any] = {
+        "connections": connections,
+        "copy_queue_per_stream": not copies["streams_that_waited"],
     }
+    if held["streams_issued_before_release"] >= needed:
+        choices["queue_choice"] = "stream" if held["streams_that_waited"] else "free"
+    return choices
