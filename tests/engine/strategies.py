@@ -213,6 +213,21 @@ def device_presets(draw: st.DrawFn) -> DevicePreset:
         "copy_queue_per_stream": queues == "hyperq" and draw(st.booleans()),
         "copy_channels": draw(st.sampled_from([0, 0, 1, 2, 4])),
         "queue_choice": draw(st.sampled_from(["stream", "free"])),
+        "call_cost_factors": draw(
+            st.sampled_from(
+                [
+                    {},
+                    {
+                        "first_calls": 1.75,
+                        "after_blocking": 1.27,
+                        "roofline_kernel": 1.55,
+                        "memset": 1.55,
+                        "d2d": 1.6,
+                        "host_func": 2.7,
+                    },
+                ]
+            )
+        ),  # fmt: skip
         "copy_engines_per_direction": draw(st.integers(1, 2)),
         "shared_copy_engine": draw(st.booleans()),
         "copy_order": draw(st.sampled_from(["measured", "fifo", "stream_fifo"])),

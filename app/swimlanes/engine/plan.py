@@ -12,6 +12,12 @@ from collections import defaultdict
 import numpy as np
 
 from swimlanes.engine import plan_model as _model  # its limits: read when used (tests change them)
+from swimlanes.engine.call_context import (
+    ASYNC_CALLS,
+    FIRST_CALLS,
+    HOST_BLOCKING_CALLS,
+    context_scale_of_shape,
+)
 from swimlanes.engine.plan_columns import shape_columns, within_limits
 from swimlanes.engine.plan_model import (
     BARRIER,
@@ -62,6 +68,11 @@ _TIMELINE_DTYPES = {
     "queue": np.int32,
 }  # fmt: skip
 _KERNEL = K["kernel"]
+#: Kinds of call that hold the host (copies: when synchronous or pageable) and kinds that
+#: enqueue work: engine.call_context's sets, as codes.
+_HOST_BLOCKING_KINDS = [K[name] for name in HOST_BLOCKING_CALLS]
+_HOST_COPY_KINDS = [K["h2d"], K["d2h"]]
+_ASYNC_KINDS = [K[name] for name in ASYNC_CALLS]
 
 
 def _stream_tables(pipeline: Pipeline, preset: DevicePreset) -> Plan:
@@ -196,6 +207,9 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
         )
     _check_work(shapes, shape_of_op, first, plan, preset)
     repeat_costs = _repeat_costs(keys, shape_of_op, shapes, preset, gap)
+    scale = None  # each shape's call-cost factor for its kind (call_cost_factors)
+    if preset.call_cost_factors:
+        scale = np.array([context_scale_of_shape(key, preset) for key in keys], dtype=np.float64)
     del keys
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
@@ -219,9 +233,36 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     if any(x is not None for x in stage):
         plan.stage = list(map(stage.__getitem__, ids))  # type: ignore[arg-type]
     _copy_channels(plan, preset)
+    if scale is not None:
+        _context_costs(plan, scale[shape_of_op], preset, gap)
     _measured_calls(plan, program, gap)
     _measured_copy_outs(plan, program, preset)
     return plan
+
+
+def _context_costs(plan: Plan, scale: np.ndarray, preset: DevicePreset, gap: int) -> None:
+    """Each call's cost by its place in the program (``call_cost_factors``: see
+    engine.call_context, whose ``context_cost_ns`` states the rule op by op; this is the same
+    rule over the program's columns, with the same floating-point steps). ``scale`` is each
+    op's factor for its kind. The planned program is one host thread's, in order."""
+    factors = preset.call_cost_factors
+    kind = plan.arrays["kind"].astype(np.int64)
+    host = np.asarray(plan.host, dtype=np.int64)
+    blocking = np.isin(kind, _HOST_BLOCKING_KINDS) | (
+        np.isin(kind, _HOST_COPY_KINDS) & np.isin(host, (ENQ_WAIT, ENQ_STAGE))
+    )
+    applies = np.isin(kind, _ASYNC_KINDS) & ~blocking
+    calls = applies & (kind != _KERNEL)
+    first = calls & (np.arange(len(kind)) < FIRST_CALLS)
+    after = np.zeros(len(kind), dtype=bool)
+    after[1:] = blocking[:-1]
+    after &= calls & ~first
+    scale = np.where(after, scale * factors.get("after_blocking", 1.0), scale)
+    cost = np.asarray(plan.cost, dtype=np.int64) - gap
+    issue = np.array([preset.issue_cost_ns(name) for name in K], dtype=np.int64)[kind]
+    cold = np.rint(issue * scale * factors.get("first_calls", 1.0)).astype(np.int64)
+    scaled = np.where(applies & (scale != 1.0), np.rint(cost * scale).astype(np.int64), cost)
+    plan.cost = _shared_ints(np.where(first, cold, scaled) + gap)
 
 
 def _measured_calls(plan: Plan, program: list[Op], gap: int) -> None:

@@ -83,6 +83,16 @@ MAX_SPREAD = 10.0
 MAX_COUNT = 1 << 20
 MAX_COPY_ENGINES = 64
 MAX_PRESET_US = 1e6
+#: The keys of a preset's ``call_cost_factors`` (:mod:`swimlanes.engine.call_context`).
+CALL_COST_FACTOR_KEYS: tuple[str, ...] = (
+    "first_calls",
+    "after_blocking",
+    "roofline_kernel",
+    "memset",
+    "d2d",
+    "host_func",
+)
+MAX_CALL_COST_FACTOR = 10.0
 MAX_RATE = 1e9
 MAX_SLOWDOWN = 10.0
 #: Measured points per kind in a bandwidth table.
@@ -226,6 +236,16 @@ def check_preset(p: DevicePreset) -> None:
         if not 0 <= cost <= MAX_PRESET_US:
             raise ValueError(
                 f"repeat_issue_cost_us.{kind}: must be a number from 0 to {MAX_PRESET_US:g}"
+            )
+    for key, factor in p.call_cost_factors.items():
+        if key not in CALL_COST_FACTOR_KEYS:
+            raise ValueError(
+                f"call_cost_factors.{key}: must be one of {', '.join(CALL_COST_FACTOR_KEYS)}"
+            )
+        if not 0 < factor <= MAX_CALL_COST_FACTOR:
+            raise ValueError(
+                f"call_cost_factors.{key}: must be a number above 0, at most "
+                f"{MAX_CALL_COST_FACTOR:g}"
             )
     for kind, points in p.bandwidth_table.items():
         if kind not in BANDWIDTH_KINDS:

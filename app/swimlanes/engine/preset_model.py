@@ -44,6 +44,22 @@ FITTED_ROOFLINE: dict[str, float | bool] = {
 #: that waited for its stream). ``swimlanes calibrate`` writes it into every preset it makes.
 FITTED_COPY_CHANNELS: dict[str, int] = {"copy_channels": 4}
 
+#: How a call's host cost depends on its place in the program, as factors of the calibrated
+#: cost (:mod:`swimlanes.engine.call_context`): pooled medians of each call's measured host
+#: time over the model's, on the training halves of the fidelity benchmark's eleven data sets
+#: (H100 and H200 hosts, 2026-11-24 and 2026-11-25). They describe how the executor's calls
+#: behave, not one host, and ``swimlanes calibrate`` writes them into every preset it makes.
+FITTED_CALL_COSTS: dict[str, dict[str, float]] = {
+    "call_cost_factors": {
+        "first_calls": 1.75,
+        "after_blocking": 1.27,
+        "roofline_kernel": 1.55,
+        "memset": 1.55,
+        "d2d": 1.6,
+        "host_func": 2.7,
+    }
+}
+
 
 def _issue_costs(**overrides: float) -> dict[str, float]:
     costs = dict.fromkeys(OP_KINDS, 0.0)
@@ -226,6 +242,10 @@ class DevicePreset:
     #: host a Numba kernel launch cost 23.9 us in a loop of launches, 46.0 us among other
     #: calls). Kinds not listed cost ``issue_cost_us``.
     repeat_issue_cost_us: dict[str, float] = field(default_factory=dict)
+    #: How much more a call costs by its place in the program, as factors of its cost above:
+    #: ``first_calls``, ``after_blocking`` and per kind (:mod:`swimlanes.engine.call_context`,
+    #: :data:`FITTED_CALL_COSTS`). Empty: every call costs its issue or repeat cost.
+    call_cost_factors: dict[str, float] = field(default_factory=dict)
     #: Host time between one call returning and the next call starting (the issuing
     #: program's own work per op: its loop, argument set-up).
     host_call_gap_us: float = 0.0

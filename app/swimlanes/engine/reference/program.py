@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from enum import Enum
 
 from swimlanes.engine.blocks import residency, waves
+from swimlanes.engine.call_context import context_cost_ns
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.model.document import (
     COLLECTIVE_OPS,
@@ -150,6 +151,7 @@ def op_table(
     gap = round(preset.host_call_gap_us * 1000.0)
     facts = []
     previous_call: tuple | None = None
+    previous_op: Op | None = None
     channels = _CopyChannels(preset, streams, queue_count, pipeline.program)
     connections = free_connections(preset)
     for i, op in enumerate(pipeline.program):
@@ -160,6 +162,8 @@ def op_table(
         repeat = bool(preset.repeat_issue_cost_us) and call_key == previous_call
         previous_call = call_key
         cost = preset.repeat_issue_cost_ns(op.op) if repeat else preset.issue_cost_ns(op.op)
+        cost = context_cost_ns(op, i, previous_op, cost, preset)
+        previous_op = op
         call, solo, extra = _host_and_solo(op, preset)
         if op.call_us is not None:  # the call's own measured time replaces the preset's
             measured = round(op.call_us * 1000.0)

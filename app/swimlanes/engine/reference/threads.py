@@ -12,10 +12,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from swimlanes.engine.call_context import context_cost_ns
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.engine.reference.layout import Layout
 from swimlanes.engine.reference.program import HostCall, _call_key
-from swimlanes.model.document import Pipeline
+from swimlanes.model.document import Op, Pipeline
 
 
 @dataclass
@@ -55,12 +56,15 @@ def _thread_costs(
     gap = round(preset.host_call_gap_us * 1000.0)
     for thread in threads:
         previous: tuple | None = None
-        for i in thread.ops:
+        previous_op: Op | None = None
+        for position, i in enumerate(thread.ops):
             op = pipeline.program[i]
             key = _call_key(op)
             repeat = bool(preset.repeat_issue_cost_us) and key == previous
             previous = key
             cost = preset.repeat_issue_cost_ns(op.op) if repeat else preset.issue_cost_ns(op.op)
+            cost = context_cost_ns(op, position, previous_op, cost, preset)
+            previous_op = op
             fact = layout.ops[i]
             if op.call_us is not None:
                 measured = round(op.call_us * 1000.0)
