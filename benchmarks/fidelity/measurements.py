@@ -31,6 +31,7 @@ from swimlanes.engine.presets import DevicePreset  # noqa: E402
 from swimlanes.gpu.calibration_programs import (  # noqa: E402
     copy_order_of,
     cross_checked_bidirectional,
+    queue_choices,
 )
 from swimlanes.model.document import Pipeline  # noqa: E402
 from swimlanes.timeline.formats.io import load_run, run_from_dict, run_to_dict  # noqa: E402
@@ -103,8 +104,9 @@ def preset_as_calibrated_now(data: FidelityData) -> DevicePreset:
     by today's rules (the copy engine's order, the bidirectional slowdowns checked against the
     pair of big copies) and the fitted figures it writes today (the
     streaming kernel's, ``FITTED_ROOFLINE``, the copy channels, ``FITTED_COPY_CHANNELS``, the
-    calls' costs by place, ``FITTED_CALL_COSTS``, and the bands' model error), so that a measurement taken before a rule
-    changed is judged as a calibration made today would be."""
+    calls' costs by place, ``FITTED_CALL_COSTS``, and the bands' model error; and the hardware
+    queues' choices, where the raw record has the three-part probe of 2026-11-25), so that a
+    measurement taken before a rule changed is judged as a calibration made today would be."""
     spread = {**data.preset.spread, **FITTED_MODEL_ERROR} if data.preset.spread else {}
     preset = replace(
         data.preset, spread=spread, **FITTED_ROOFLINE, **FITTED_COPY_CHANNELS, **FITTED_CALL_COSTS
@@ -114,6 +116,9 @@ def preset_as_calibrated_now(data: FidelityData) -> DevicePreset:
         checked, _ = cross_checked_bidirectional(timing, data.raw.get("bidirectional"))
         slowdowns = {k: v for k, v in checked.items() if k.startswith("bidirectional_slowdown")}
         preset = replace(preset, **slowdowns)
+    queues = data.raw.get("hardware_queues")
+    if isinstance(queues, dict) and "depth" in queues:  # the three-part probe of 2026-11-25
+        preset = replace(preset, **queue_choices(queues, preset.connections or 8))
     probe = data.raw.get("copy_order")
     if not isinstance(probe, dict):
         return preset

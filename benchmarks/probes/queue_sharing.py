@@ -7,8 +7,8 @@ long kernel. With a queue per stream, all long kernels run at once.
 ``python benchmarks/probes/queue_sharing.py write DIR`` writes the pipelines;
 ``swimlanes run DIR/*.json --repeat 5 --out-dir RUNS`` measures them on a GPU;
 ``python benchmarks/probes/queue_sharing.py report RUNS PRESET.json`` prints, per pipeline,
-the measured device span and the span simulated on PRESET with ``connections`` 8 and 0 (a
-queue per stream), as JSON lines.
+the measured device span and the span simulated on PRESET with ``connections`` 8 (fixed
+queues), 0 (a queue per stream) and 8 with ``queue_choice`` "free", as JSON lines.
 """
 
 from __future__ import annotations
@@ -114,11 +114,13 @@ def report(folder: Path, preset_path: Path) -> None:
             continue
         row = {"pipeline": doc.name, "measured_us": round(_span_us(tl), 1)}
         row["long_kernels_waited"] = _waited(tl, doc)
-        for connections in (8, 0):
-            variant = replace(preset, connections=connections)
-            row[f"simulated_connections_{connections}_us"] = round(
-                _span_us(simulate(doc, variant)), 1
-            )
+        for name, changes in (
+            ("connections_8", {"connections": 8, "queue_choice": "stream"}),
+            ("connections_0", {"connections": 0}),
+            ("connections_8_free", {"connections": 8, "queue_choice": "free"}),
+        ):
+            variant = replace(preset, **changes)
+            row[f"simulated_{name}_us"] = round(_span_us(simulate(doc, variant)), 1)
         print(json.dumps(row))
 
 
