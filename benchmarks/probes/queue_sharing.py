@@ -91,7 +91,7 @@ def write(folder: Path) -> None:
                "program": [*program, {"op": "device_sync"}]}  # fmt: skip
         (folder / f"{doc['name']}.json").write_text(json.dumps(doc))
     # calibrate's own probe, to compare what it sees with the pipelines above
-    streams, program = hardware_queue_program()
+    streams, program, _ = hardware_queue_program()
     probe = {"format": "swimlanes-pipeline", "version": 1, "name": "queues-calibrate-probe",
              "streams": streams, "program": program}  # fmt: skip
     (folder / "queues-calibrate-probe.json").write_text(json.dumps(probe))
@@ -136,23 +136,21 @@ def _waited(tl, doc) -> list[str]:  # noqa: ANN001 - a Timeline and its Pipeline
 
 
 def _report_probe(tl, doc) -> None:  # noqa: ANN001 - a Timeline and its Pipeline
-    """Calibrate's probe: each q stream's op start relative to q0's long kernel's end."""
-    t0 = int(tl.start[tl.start >= 0].min())
-    rows = {int(ix): k for k, ix in enumerate(tl.index)}
-    parts = []
-    for first in (0, len(doc.program) // 2):
-        release = int(tl.end[rows[first]])
-        late = {}
-        for i in range(first + 2, first + len(doc.program) // 2 - 1):
-            k = rows[i]
-            late[doc.program[i].stream] = [
-                round((int(tl.issue_end[k]) - release) / 1000.0, 1),
-                round((int(tl.start[k]) - release) / 1000.0, 1),
-            ]
-        parts.append(
-            {"release_us": round((release - t0) / 1000.0, 1), "issued_started_vs_release_us": late}
-        )
-    print(json.dumps({"pipeline": doc.name, "parts": parts}))
+    """Calibrate's probe: what calibrate reads from it (its findings and choices)."""
+    from swimlanes.gpu.calibration_programs import (
+        hardware_queue_program,
+        queue_choices,
+        queue_probe_findings,
+    )
+
+    rows = hardware_queue_program()[2]
+    at = {int(ix): k for k, ix in enumerate(tl.index)}
+    order = [at[i] for i in range(len(doc.program))]
+    findings = queue_probe_findings(
+        tl.issue_end[order].tolist(), tl.start[order].tolist(), tl.end[order].tolist(), rows
+    )
+    print(json.dumps({"pipeline": doc.name, "findings": findings,
+                      "choices": queue_choices(findings, 8)}))  # fmt: skip
 
 
 if __name__ == "__main__":
