@@ -55,6 +55,14 @@ class _Run:
             if self.kind[r] in _COPIES and self.op[r].effective_host_memory == "pinned"
         ]
         self.preset = preset
+        self.call_ns = _modelled_calls(pipeline, preset)
+
+    def call_return(self, r: int) -> int:
+        """When the model has ``r``'s call return: its start plus the call's modelled cost
+        (by its place in the program, ``call_cost_factors``, and repeats included)."""
+        index = int(self.tl.index[r])
+        cost = self.call_ns[index] if self.call_ns else self.preset.issue_cost_ns(self.kind[r])
+        return int(self.tl.issue_start[r]) + cost
 
     def solo_ns(self, r: int) -> int:
         op = self.op[r]
@@ -112,6 +120,19 @@ def fit_timing(runs: Iterable[tuple[Pipeline, Timeline]], preset: DevicePreset) 
     return out
 
 
+def _modelled_calls(pipeline: Pipeline, preset: DevicePreset) -> list[int] | None:
+    """Each op's call cost as the simulator charges it on ``preset`` (None: a pipeline the
+    planner does not take, whose calls then cost their issue cost)."""
+    from swimlanes.engine.plan import plan_ops
+
+    try:
+        plan = plan_ops(pipeline, preset)
+    except (ValueError, KeyError):
+        return None
+    gap = round(preset.host_call_gap_us * 1000.0)
+    return [cost - gap for cost in plan.cost]
+
+
 def _add(samples: dict[str, list[float]], key: str, ns: float) -> None:
     samples.setdefault(key, []).append(ns / 1000.0)
 
@@ -131,7 +152,7 @@ def _copy_launch(run: _Run, samples: dict) -> None:
     for r in run.rows:
         s = int(tl.stream[r])
         if r in run.pinned and r != run.rows[0]:
-            call_return = int(tl.issue_start[r]) + run.preset.issue_cost_ns(run.kind[r])
+            call_return = run.call_return(r)
             idle = not any(
                 run.kind[x] == run.kind[r] and x != r and tl.start[x] < tl.start[r]
                 and tl.end[x] > call_return - 3000
