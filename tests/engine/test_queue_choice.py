@@ -221,4 +221,8 @@ def test_queue_choice_round_trips_and_defaults_to_stream() -> None:
     assert DevicePreset.from_dict(saved) == FREE
     old = {k: v for k, v in H200.to_dict().items() if k != "queue_choice"}
     assert DevicePreset.from_dict(old).queue_choice == "stream"
-    assert all(get_preset(name).queue_choice == "stream" for name in preset_names())
+    # The shipped h200 preset chooses as calibrate's probe measured on H200 hosts; the
+    # presets built from published figures keep each stream's queue.
+    assert H200.queue_choice == "free"
+    others = [name for name in preset_names() if name != "h200"]
+    assert all(get_preset(name).queue_choice == "stream" for name in others)
