@@ -175,6 +175,11 @@ def test_devices_table_lists_every_preset(capsys: pytest.CaptureFixture[str]) ->
         assert name in first_words
     h200 = next(line for line in out.splitlines() if line.startswith("h200 "))
     assert " 132 " in h200 and "GB/s" in h200
+    # how an op picks its hardware queue: h200 takes a free one (calibrate's probe), a100 keeps
+    # each stream's own
+    assert "hyperq, 8, free" in h200
+    a100 = next(line for line in out.splitlines() if line.startswith("a100 "))
+    assert "hyperq, 8 " in a100 and "free" not in a100
 
 
 def test_devices_json_has_the_key_figures(capsys: pytest.CaptureFixture[str]) -> None:
@@ -184,6 +189,7 @@ def test_devices_json_has_the_key_figures(capsys: pytest.CaptureFixture[str]) ->
     assert by_name["h200"]["sm_count"] == 132
     assert by_name["c2050"]["hardware_queues"] == "fermi"
     assert by_name["ideal"]["kernel_launch_cost_us"] == 0.0
+    assert by_name["h200"]["queue_choice"] == "free" and by_name["a100"]["queue_choice"] == "stream"
 
 
 # -- gui fallback ---------------------------------------------------------------------------------

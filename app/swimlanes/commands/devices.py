@@ -59,6 +59,8 @@ def format_devices(rows: list[dict[str, Any]]) -> str:
     lines = [head, "-" * len(head)]
     for d in rows:
         queues = f"{d['hardware_queues']}, {d['connections']}"
+        if d.get("queue_choice") == "free":
+            queues += ", free"
         if d["hardware_queues"] == "fermi":
             queues = "fermi, 1 compute"
         elif not isinstance(d["connections"], int):
@@ -71,8 +73,8 @@ def format_devices(rows: list[dict[str, Any]]) -> str:
         )
     lines += [
         "",
-        "queues: hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS); launch: host time of",
-        "one kernel launch call",
+        "queues: hardware work queues (CUDA_DEVICE_MAX_CONNECTIONS; free: an op takes a queue",
+        "that holds nothing while there is one); launch: host time of one kernel launch call",
         "",
     ]
     for d in rows:

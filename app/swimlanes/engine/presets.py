@@ -264,6 +264,7 @@ def preset_summary(preset: DevicePreset) -> dict[str, Any]:
         "max_resident_kernels": preset.max_resident_kernels,
         "hardware_queues": preset.hardware_queues,
         "connections": preset.connections or "one per stream",
+        "queue_choice": preset.queue_choice,
         "copy_engines": engines,
         "copy_order": preset.copy_order,
         "h2d_pinned_gbps": preset.h2d_pinned_gbps,
