@@ -58,12 +58,11 @@ def _kind_key(
     return name
 
 
-def context_scale_of_shape(key: tuple, preset: DevicePreset) -> float:
-    """The kind's factor of an op shape (engine.plan's key: op, stream, bytes, host memory,
-    async, duration_us, blocks, threads, block_us, flops, ...)."""
-    name, nbytes, duration_us, block_us, flops = key[0], key[2], key[5], key[8], key[9]
-    kind = _kind_key(name, duration_us, block_us, flops, nbytes)
-    return preset.call_cost_factors.get(kind, 1.0)
+def roofline_shape(key: tuple) -> bool:
+    """Whether a kernel's shape (engine.plan's key: op, stream, bytes, host memory, async,
+    duration_us, blocks, threads, block_us, flops, ...) is timed by FLOPs and bytes alone."""
+    nbytes, duration_us, block_us, flops = key[2], key[5], key[8], key[9]
+    return _kind_key("kernel", duration_us, block_us, flops, nbytes) == "roofline_kernel"
 
 
 def context_cost_ns(

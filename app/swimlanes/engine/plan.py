@@ -16,7 +16,7 @@ from swimlanes.engine.call_context import (
     ASYNC_CALLS,
     FIRST_CALLS,
     HOST_BLOCKING_CALLS,
-    context_scale_of_shape,
+    roofline_shape,
 )
 from swimlanes.engine.plan_columns import shape_columns, within_limits
 from swimlanes.engine.plan_model import (
@@ -207,9 +207,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
         )
     _check_work(shapes, shape_of_op, first, plan, preset)
     repeat_costs = _repeat_costs(keys, shape_of_op, shapes, preset, gap)
-    scale = None  # each shape's call-cost factor for its kind (call_cost_factors)
-    if preset.call_cost_factors:
-        scale = np.array([context_scale_of_shape(key, preset) for key in keys], dtype=np.float64)
+    scale = _kind_scales(keys, shapes, preset) if preset.call_cost_factors else None
     del keys
     # Each column: the shapes' values picked by shape number. The event loop reads Python lists
     # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
@@ -238,6 +236,21 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     _measured_calls(plan, program, gap)
     _measured_copy_outs(plan, program, preset)
     return plan
+
+
+def _kind_scales(keys: list[tuple], shapes: Shapes, preset: DevicePreset) -> np.ndarray:
+    """Each shape's call-cost factor for its kind (``call_cost_factors``; a kernel timed by
+    FLOPs and bytes alone has the roofline kernels' factor: engine.call_context)."""
+    factors = preset.call_cost_factors
+    kind = shapes.columns["kind"]
+    scale = np.array([factors.get(name, 1.0) for name in K], dtype=np.float64)[kind]
+    roofline = factors.get("roofline_kernel", 1.0)
+    if roofline != 1.0:
+        kernels = np.flatnonzero(kind == _KERNEL).tolist()
+        # key: (op, stream, bytes, memory, async, duration_us, blocks, threads, block_us, flops ...)
+        rows = [i for i in kernels if roofline_shape(keys[i])]
+        scale[rows] = roofline
+    return scale
 
 
 def _context_costs(plan: Plan, scale: np.ndarray, preset: DevicePreset, gap: int) -> None:
