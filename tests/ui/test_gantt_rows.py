@@ -318,3 +318,22 @@ def test_coverage_grid_matches_a_fine_raster() -> None:
         inside = (t >= a) & (t < b)
         want[r] += inside.reshape(n_cols, fine).sum(axis=1) / fine
     assert np.allclose(got, want, atol=5.0 / fine)  # each span edge is off by < 1/(2 fine)
+
+
+def test_a_captured_stream_sync_is_drawn_on_the_host_row_only() -> None:
+    """A captured trace gives a stream sync its wait as a span on its stream (Kineto's "Stream
+    Sync"); drawn there it covered the copy it waited for. It stays on the host row, as a
+    simulated sync is drawn."""
+    from swimlanes.ui.gantt.rows import build_rows
+
+    b = TimelineBuilder(["s1"], ["H2D"])
+    b.add(index=0, kind="h2d", stream="s1", engine="H2D", issue_start=0, issue_end=10 * US,
+          start=20 * US, end=1000 * US)  # fmt: skip
+    b.add(index=1, kind="stream_sync", stream="s1", engine=None, issue_start=15 * US,
+          issue_end=1005 * US, start=20 * US, end=1000 * US)  # fmt: skip
+    rows = build_rows(b.build(source="measured", device="x", name="captured"))
+    stream = rows.keys.index("stream:s1")
+    on_stream = rows.bar_op[rows.bar_row == stream].tolist()
+    assert on_stream == [0]  # the copy alone
+    host = rows.keys.index("host")
+    assert sorted(rows.bar_op[rows.bar_row == host].tolist()) == [0, 1]

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from swimlanes.model.document import OP_KINDS
+from swimlanes.model.op_kinds import REGISTRY
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME, Timeline
 from swimlanes.ui.gantt.coverage import (  # noqa: F401 - re-exported: drawing code and tests
     SHADE_LEVELS,
@@ -49,6 +50,10 @@ from swimlanes.units import format_bytes
 
 #: Categories in legend order; an op kind maps to one through swimlanes.ui.style.OP_CATEGORY.
 _KERNEL = OP_KINDS.index("kernel")
+#: Per op kind code: whether its span is the host's wait or work (syncs, ``free``, ``host``),
+#: drawn on the host row only. A captured trace gives a stream sync the span of its wait on
+#: its stream (as Kineto does); on the stream's row it would cover the work it waited for.
+_HOST_SPAN = np.array([k.host_blocking in ("always", "busy") for k in REGISTRY], dtype=bool)
 
 
 #: How a stream's kind reads in its row title (plain blocking streams need no note).
@@ -224,6 +229,7 @@ def build_rows(
     on_device = tl.on_device
     stream_map = np.array([index.get(stream_row(s), -1) for s in tl.stream_names] + [-1], np.int32)
     stream_rows = np.where(on_device, stream_map[tl.stream], -1)  # stream -1: the trailing -1
+    stream_rows[_HOST_SPAN[tl.kind]] = -1
     sel = stream_rows >= 0
     parts.append((tl.start[sel], tl.end[sel], stream_rows[sel], ops[sel]))
 
