@@ -24,15 +24,15 @@ EV_COPY = 2
 H2D, D2H = 0, 1
 
 
-def choose_copy(ready: list[tuple], last_stream: int, order: str = "measured") -> int:
+def choose_copy(ready: list[tuple], last_copy_key: int, order: str = "measured") -> int:
     """Position in ``ready`` of the copy an idle engine starts next.
 
-    ``ready`` holds tuples starting ``(ready_time, op, stream, ...)``; with copy channels
-    modelled the third item is the copy's channel instead (plan.copy_key), and "stream" below
-    reads "channel": of many streams' copies issued at once, the engine ran two of one channel
-    back to back more often (80-82% of its choices on the random pipelines' training halves)
-    than two of one stream (64-68%). The orders, as ``swimlanes calibrate`` tells them apart
-    on the GPU:
+    ``ready`` holds tuples starting ``(ready_time, op, copy_key, ...)``, and ``last_copy_key``
+    is the copy key of the engine's last copy. A copy's key (plan.copy_key) is its stream, or
+    its channel when copy channels are modelled, and then "stream" below reads "channel": of
+    many streams' copies issued at once, the engine ran two of one channel back to back more
+    often (80-82% of its choices on the random pipelines' training halves) than two of one
+    stream (64-68%). The orders, as ``swimlanes calibrate`` tells them apart on the GPU:
 
     * ``"stream_fifo"``: the engine keeps serving the stream it just served while that stream
       has a ready copy (copies issued s1, s2, s1 ran s1, s1, s2), and otherwise takes the copy
@@ -49,8 +49,8 @@ def choose_copy(ready: list[tuple], last_stream: int, order: str = "measured") -
     best = -1
     best_key: tuple[int, int, int] | None = None
     for pos, entry in enumerate(ready):
-        ready_time, op, stream = entry[0], entry[1], entry[2]
-        same = 0 if not sticky or stream == last_stream else 1
+        ready_time, op, copy_key = entry[0], entry[1], entry[2]
+        same = 0 if not sticky or copy_key == last_copy_key else 1
         key = (same, ready_time if oldest_first else -ready_time, op)
         if best_key is None or key < best_key:
             best, best_key = pos, key
@@ -62,7 +62,7 @@ class _Engine:
     pool: int
     op: int = -1
     direction: int = H2D
-    last_stream: int = -1
+    last_copy_key: int = -1  # its last copy's copy key (choose_copy prefers more of it)
     remaining: float = 0.0  # ns of work left at full (alone) speed
     since: int = 0
     factor: float = 1.0
@@ -78,8 +78,8 @@ class CopyEngines:
     """All copy engines of a device; pushes possible-finish events onto ``heap``.
 
     The simulator appends each copy whose stream dependencies are met to ``ready[pool]`` as
-    ``(ready_time, op, stream, direction, work_ns)``; :meth:`dispatch` then starts copies on
-    idle engines.
+    ``(ready_time, op, copy_key, direction, work_ns)`` (copy_key: plan.copy_key);
+    :meth:`dispatch` then starts copies on idle engines.
     """
 
     def __init__(
@@ -94,7 +94,7 @@ class CopyEngines:
         if self.shared:
             self.names = ["Copy"] if n == 1 else [f"Copy {k + 1}" for k in range(n)]
             self.engines = [_Engine(pool=0) for _ in range(n)]
-            # Ready copies: (ready_time, op, stream, direction, work_ns).
+            # Ready copies: (ready_time, op, copy_key, direction, work_ns).
             self.ready: list[list[tuple[int, int, int, int, int]]] = [[]]
         else:
             h2d = ["H2D"] if n == 1 else [f"H2D {k + 1}" for k in range(n)]
@@ -160,9 +160,9 @@ class CopyEngines:
                     e.wake_at = e.free_at
                     heappush(heap, (e.free_at, self._seq(), EV_COPY, e, -1))
                 continue
-            pos = 0 if len(ready) == 1 else choose_copy(ready, e.last_stream, self.order)
-            _, op, stream, direction, work = ready.pop(pos)
-            e.op, e.last_stream, e.since, e.remaining = op, stream, t, float(work)
+            pos = 0 if len(ready) == 1 else choose_copy(ready, e.last_copy_key, self.order)
+            _, op, copy_key, direction, work = ready.pop(pos)
+            e.op, e.last_copy_key, e.since, e.remaining = op, copy_key, t, float(work)
             e.contended = False
             e.direction = direction
             running[direction] += 1

@@ -26,7 +26,7 @@ from swimlanes.engine.core.layout import (
     E_DIR,
     E_FACTOR,
     E_FREE_AT,
-    E_LAST_STREAM,
+    E_LAST_COPY_KEY,
     E_OP,
     E_PARTNER,
     E_POOL,
@@ -110,16 +110,17 @@ def choose_copy(
     pool_times: np.ndarray,
     pool_ops: np.ndarray,
     pool: int,
-    last_stream: int,
+    last_copy_key: int,
 ) -> int:
-    """copies.choose_copy: the ready copy an idle engine takes (keys are unique by op, so
-    the pool's order does not matter)."""
+    """copies.choose_copy: the ready copy an idle engine takes, preferring ``last_copy_key``
+    (the copy key of the engine's last copy; sort keys are unique by op, so the pool's order
+    does not matter)."""
     sticky, oldest = config[STICKY], config[OLDEST_FIRST]
     best = -1
     b0 = b1 = b2 = 0
     for pos in range(scalars[POOL_N + pool]):
         op = pool_ops[pool, pos]
-        same = 0 if not sticky or op_codes[op, COPY_KEY] == last_stream else 1
+        same = 0 if not sticky or op_codes[op, COPY_KEY] == last_copy_key else 1
         k1 = pool_times[pool, pos] if oldest else -pool_times[pool, pos]
         if best < 0 or same < b0 or (same == b0 and (k1 < b1 or (k1 == b1 and op < b2))):
             best, b0, b1, b2 = pos, same, k1, op
@@ -163,7 +164,7 @@ def copies_dispatch(
                 pool_times,
                 pool_ops,
                 pool,
-                copy_engines[E_LAST_STREAM, e],
+                copy_engines[E_LAST_COPY_KEY, e],
             )
         )
         op = pool_ops[pool, pos]
@@ -173,7 +174,7 @@ def copies_dispatch(
         direction = H2D if op_codes[op, KIND] == config[H2D_KIND] else D2H
         work = op_times[op, SOLO]
         copy_engines[E_OP, e] = op
-        copy_engines[E_LAST_STREAM, e] = op_codes[op, COPY_KEY]
+        copy_engines[E_LAST_COPY_KEY, e] = op_codes[op, COPY_KEY]
         copy_engines[E_SINCE, e] = t
         copy_engine_floats[E_REMAINING, e] = float(work)
         copy_engines[E_CONTENDED, e] = 0

@@ -85,8 +85,9 @@ N_FCONFIG = 6
 N_STREAM_ROWS = 9
 Q_HEAD, Q_LEN, Q_LAST_STREAM, Q_PREV_POP, Q_PREV_POP_T, Q_TAIL = range(6)
 N_QUEUE_ROWS = 6
-(E_POOL, E_OP, E_DIR, E_LAST_STREAM, E_SINCE, E_VERSION, E_CONTENDED, E_FREE_AT, E_WAKE_AT,
- E_PARTNER) = range(10)  # fmt: skip
+# (E_LAST_COPY_KEY: the copy key, op_codes' COPY_KEY, of the engine's last copy.)
+(E_POOL, E_OP, E_DIR, E_LAST_COPY_KEY, E_SINCE, E_VERSION, E_CONTENDED, E_FREE_AT,
+ E_WAKE_AT, E_PARTNER) = range(10)  # fmt: skip
 N_ENGINE_ROWS = 10
 E_REMAINING, E_FACTOR = 0, 1
 # -- Fermi completion groups (groups): running members, deferred ops' list head and tail

@@ -193,7 +193,7 @@ def _engines(run: RunState) -> tuple[np.ndarray, np.ndarray]:
     copy_engines = np.zeros((layout.N_ENGINE_ROWS, len(engines)), np.int64)
     copy_engines[layout.E_POOL] = [e.pool for e in engines]
     copy_engines[layout.E_OP] = -1
-    copy_engines[layout.E_LAST_STREAM] = -1
+    copy_engines[layout.E_LAST_COPY_KEY] = -1
     copy_engines[layout.E_WAKE_AT] = -1
     copy_engines[layout.E_PARTNER] = -1
     if run.copies._paired:

@@ -83,7 +83,7 @@ class Clock:
 class ReadyCopy:
     ready_time: int
     op: int
-    stream: int  # its channel instead with copy channels modelled (OpFacts.copy_key)
+    copy_key: int  # its stream, or its channel with copy channels modelled (OpFacts.copy_key)
     direction: int
     work_ns: int
 
@@ -94,7 +94,7 @@ class CopyEngine:
     pool: int  # which list of ready copies it serves
     op: int = -1  # the copy it runs, -1: idle
     direction: int = H2D
-    last_stream: int = -1  # the stream of its last copy (it prefers that stream's next)
+    last_copy_key: int = -1  # its last copy's copy_key (it prefers more of that key next)
     remaining: float = 0.0  # ns of work left at full (alone) speed
     since: int = 0  # when remaining was last brought up to date
     factor: float = 1.0  # how many times slower than alone it runs now
@@ -151,15 +151,15 @@ class CopyEngines:
     def has_ready(self) -> bool:
         return any(self.ready)
 
-    def choose(self, ready: list[ReadyCopy], last_stream: int) -> int:
-        """The copy an idle engine takes next: see the package docstring, rule 7."""
+    def choose(self, ready: list[ReadyCopy], last_copy_key: int) -> int:
+        """The copy an idle engine takes next: see the package docstring, rule 6."""
 
-        sticky = self.order != "fifo"  # serves the stream it served last while it can
+        sticky = self.order != "fifo"  # serves the key (stream or channel) it served last
         oldest_first = self.order != "measured"
 
         def key(c: ReadyCopy) -> tuple[int, int, int]:
-            other_stream = 0 if not sticky or c.stream == last_stream else 1
-            return (other_stream, c.ready_time if oldest_first else -c.ready_time, c.op)
+            other_key = 0 if not sticky or c.copy_key == last_copy_key else 1
+            return (other_key, c.ready_time if oldest_first else -c.ready_time, c.op)
 
         return min(range(len(ready)), key=lambda pos: key(ready[pos]))
 
@@ -178,8 +178,8 @@ class CopyEngines:
                     e.wake_at = e.free_at
                     self.clock.at(e.free_at, CopyRestOver(e))
                 continue
-            copy = ready.pop(self.choose(ready, e.last_stream))
-            e.op, e.last_stream, e.direction = copy.op, copy.stream, copy.direction
+            copy = ready.pop(self.choose(ready, e.last_copy_key))
+            e.op, e.last_copy_key, e.direction = copy.op, copy.copy_key, copy.direction
             e.since, e.remaining, e.contended = t, float(copy.work_ns), False
             e.factor = 0.0  # "no speed yet": the update below gives it one and an end
             self.running[copy.direction] += 1

@@ -96,10 +96,11 @@ class HeldCopyEngines(CopyEngines):
         self.held.add(e.index)
 
     def release(self, e: CopyEngine, t: int, stream: int) -> None:
-        """The peer copy that held ``e`` ended at ``t``: the engine rests as after a copy."""
+        """The peer copy that held ``e`` ended at ``t``: the engine rests as after a copy, and
+        remembers the peer copy's ``stream`` as its last copy key."""
         self.held.discard(e.index)
         e.free_at = t + self.rest[e.direction][False]
-        e.last_stream = stream
+        e.last_copy_key = stream
 
     def held_elsewhere(self, e: CopyEngine) -> bool:
         """A peer copy holds ``e``: it takes no copy of its own pool meanwhile."""
