@@ -8,7 +8,7 @@ from typing import Any
 import numpy as np
 
 from swimlanes.engine.reference.program import OpFacts
-from swimlanes.engine.reference.run import OpState
+from swimlanes.engine.reference.run_state import OpState
 from swimlanes.model.document import OP_KINDS
 from swimlanes.timeline.timeline import DEP_KINDS, NO_TIME
 

@@ -1,15 +1,13 @@
 """The reference simulation: the host thread, streams, hardware queues and the event loop.
 
 The rules are the package docstring's; each is implemented in one method here (or in
-``devices.py``), named after it.
+``devices.py``), named after it. What the run keeps per op is in ``run_state.py``.
 """
 
 from __future__ import annotations
 
 from collections import deque
 from collections.abc import Iterable
-from dataclasses import dataclass, field
-from typing import Protocol
 
 from swimlanes.engine.presets import DevicePreset
 from swimlanes.engine.reference.devices import (
@@ -38,47 +36,14 @@ from swimlanes.engine.reference.program import (
     next_in_stream,
     shared_queues,
 )
-
-HOST = -1  # the host thread, as a waiter on an op
-NEVER = 1 << 62  # the host's time while it waits or once it is done
-# How late a blocking call returns after the work it waited for, per call (preset keys).
-_SYNC_RETURN_KEY = {
-    HostCall.ENQUEUE_AND_WAIT: "sync_copy",
-    HostCall.WAIT_STREAM: "stream_sync",
-    HostCall.WAIT_EVENT: "event_sync",
-    HostCall.WAIT_ALL: "device_sync",
-}
-
-
-class SyncScope(Protocol):
-    """The legacy default stream's and the implicit synchronisations' state of one device."""
-
-    last_default: int
-    barrier_id: int
-    barrier_ops: list[int]
-
-
-@dataclass
-class OpState:
-    """What happened to one op; times in ns, -1: not (yet)."""
-
-    issue_end: int = -1
-    ready_at: int = -1  # when it may leave its queue as far as its own call goes
-    deps: tuple[int, ...] = ()  # ops it waits for (first: its stream predecessor, if any)
-    start: int = -1
-    end: int = -1
-    done: int = -1  # when its completion is visible to the ops and host calls that wait
-    engine: int = -1
-    engine_class: int = NO_CLASS  # event ops take the class of the op that released them
-    waiters: list[int] = field(default_factory=list)  # queues (or HOST) to look at when done
-
-
-@dataclass
-class FermiGroup:
-    """Kernels launched back to back on different streams: they signal completion together."""
-
-    running: int = 0
-    ended: list[int] = field(default_factory=list)
+from swimlanes.engine.reference.run_state import (
+    HOST,
+    NEVER,
+    SYNC_RETURN_KEY,
+    FermiGroup,
+    OpState,
+    SyncScope,
+)
 
 
 class Simulation:
@@ -230,7 +195,7 @@ class Simulation:
         last = max(self.host_wait, key=lambda x: self.state[x].done)
         self.host_wait = []
         op = self.ops[self.host_i]
-        lag = self.preset.sync_return_ns(_SYNC_RETURN_KEY[op.call])
+        lag = self.preset.sync_return_ns(SYNC_RETURN_KEY[op.call])
         if op.call is HostCall.ENQUEUE_AND_WAIT and op.stage_ns is not None:
             lag += op.stage_ns  # a pageable D2H returns once its last chunk is copied out
         self.host_return(max(t, self.state[last].done + lag) if lag else t, last)

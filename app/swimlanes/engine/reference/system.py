@@ -59,13 +59,13 @@ from swimlanes.engine.reference.program import (
     latency_table,
     next_in_stream,
 )
-from swimlanes.engine.reference.run import (
-    _SYNC_RETURN_KEY,
+from swimlanes.engine.reference.run import Simulation
+from swimlanes.engine.reference.run_state import (
     HOST,
     NEVER,
+    SYNC_RETURN_KEY,
     FermiGroup,
     OpState,
-    Simulation,
 )
 from swimlanes.engine.reference.threads import ThreadLayout, device_threads
 
@@ -348,7 +348,7 @@ class System(Simulation):
         last = max(th.host_wait, key=lambda x: self.state[x].done)
         th.host_wait = []
         op = self.ops[th.layout.ops[th.host_pos]]
-        lag = self.preset.sync_return_ns(_SYNC_RETURN_KEY[op.call])
+        lag = self.preset.sync_return_ns(SYNC_RETURN_KEY[op.call])
         if op.call is HostCall.ENQUEUE_AND_WAIT and op.stage_ns is not None:
             lag += op.stage_ns
         self.host_return(th, max(t, self.state[last].done + lag) if lag else t, last)
