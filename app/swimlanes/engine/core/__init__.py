@@ -66,7 +66,16 @@ AUTO_MIN_OPS_WARM = 300
 STEPS_PER_CALL = 1 << 16
 
 #: The modules numba compiles (their sources decide whether its cache is still valid).
-_COMPILED_MODULES = ("borrow", "buffers", "engines", "host", "layout", "loop", "queues")
+_COMPILED_MODULES = (
+    "blocks",
+    "borrow",
+    "buffers",
+    "copy_engines",
+    "host",
+    "layout",
+    "loop",
+    "queues",
+)
 
 _loaded: dict[str, Any] = {}
 _counts = {"compiled": 0}

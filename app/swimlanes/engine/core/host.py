@@ -12,6 +12,7 @@ from typing import Any
 
 from numba import njit
 
+from swimlanes.engine.core.blocks import blocks_add, new_work
 from swimlanes.engine.core.buffers import (
     add_waiter,
     dep_push,
@@ -20,7 +21,7 @@ from swimlanes.engine.core.buffers import (
     todo_push,
     waiters_to_todo,
 )
-from swimlanes.engine.core.engines import blocks_add, new_work, to_copy_engine
+from swimlanes.engine.core.copy_engines import to_copy_engine
 from swimlanes.engine.core.layout import (
     BAIL,
     BAR_N,

@@ -14,6 +14,8 @@ from __future__ import annotations
 # -- the clock -------------------------------------------------------------------------------------
 #: The host's time while it waits or when it is done (state.INF).
 INF = 1 << 62
+#: INF as a float: a float time at or past this is out of range (see buffers.push).
+FLOAT_LIMIT = float(INF)
 #: The heap sentinel's time. The Python engine's NEVER (2**63) does not fit int64: int64's
 #: largest value is as good, since no event at INF or later is ever kept (see BAIL).
 NEVER = (1 << 63) - 1

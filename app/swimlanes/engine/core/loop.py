@@ -8,14 +8,10 @@ from typing import Any
 import numpy as np
 from numba import njit
 
+from swimlanes.engine.core.blocks import batch_end, blocks_dispatch
 from swimlanes.engine.core.borrow import borrowed
 from swimlanes.engine.core.buffers import add_waiter, pop, todo_push
-from swimlanes.engine.core.engines import (
-    batch_end,
-    blocks_dispatch,
-    copies_dispatch,
-    copies_finish,
-)
+from swimlanes.engine.core.copy_engines import copies_dispatch, copies_finish
 from swimlanes.engine.core.host import choose_queue, finish, host_step, to_engine
 from swimlanes.engine.core.layout import (
     BAIL,
