@@ -22,11 +22,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from generate import split  # noqa: E402
 
 from swimlanes.engine.bands import FITTED_MODEL_ERROR  # noqa: E402
-from swimlanes.engine.preset_model import (  # noqa: E402
-    FITTED_CALL_COSTS,
-    FITTED_COPY_CHANNELS,
-    FITTED_ROOFLINE,
-)
+from swimlanes.engine.preset_model import FITTED_BY_CALIBRATE  # noqa: E402
 from swimlanes.engine.presets import DevicePreset  # noqa: E402
 from swimlanes.gpu.calibration_programs import (  # noqa: E402
     copy_order_of,
@@ -102,15 +98,12 @@ def load_fidelity_data(path: str | Path) -> FidelityData:
 def preset_as_calibrated_now(data: FidelityData) -> DevicePreset:
     """The stored preset with the choices that calibrate makes from its raw record made again
     by today's rules (the copy engine's order, the bidirectional slowdowns checked against the
-    pair of big copies) and the fitted figures it writes today (the
-    streaming kernel's, ``FITTED_ROOFLINE``, the copy channels, ``FITTED_COPY_CHANNELS``, the
-    calls' costs by place, ``FITTED_CALL_COSTS``, and the bands' model error; and the hardware
+    pair of big copies) and the fitted figures it writes today (``FITTED_BY_CALIBRATE``, and
+    the bands' model error; and the hardware
     queues' choices, where the raw record has the three-part probe of 2026-11-25), so that a
     measurement taken before a rule changed is judged as a calibration made today would be."""
     spread = {**data.preset.spread, **FITTED_MODEL_ERROR} if data.preset.spread else {}
-    preset = replace(
-        data.preset, spread=spread, **FITTED_ROOFLINE, **FITTED_COPY_CHANNELS, **FITTED_CALL_COSTS
-    )
+    preset = replace(data.preset, spread=spread, **FITTED_BY_CALIBRATE)  # type: ignore[arg-type]
     timing = data.raw.get("timing")
     if isinstance(timing, dict):  # the timing fit's slowdowns, checked as calibrate does now
         checked, _ = cross_checked_bidirectional(timing, data.raw.get("bidirectional"))

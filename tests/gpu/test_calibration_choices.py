@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from swimlanes.engine import get_preset
-from swimlanes.engine.preset_model import FITTED_ROOFLINE
+from swimlanes.engine.preset_model import FITTED_BY_CALIBRATE
 from swimlanes.gpu.calibration_programs import (
     copy_order_of,
     cross_checked_bidirectional,
@@ -65,8 +65,24 @@ def test_the_shipped_h200_preset_says_what_its_own_calibration_measured(monkeypa
     raw = json.loads((RESOURCES / "measurements" / "h200-calibration.json").read_text("utf-8"))
     shipped = get_preset("h200")
     assert shipped.copy_order == copy_order_of(raw["copy_order"]) == "stream_fifo"
-    for key, value in FITTED_ROOFLINE.items():
-        assert getattr(shipped, key) == value
+    # and carries every figure calibrate now writes from the fidelity benchmark's fits
+    for key, value in FITTED_BY_CALIBRATE.items():
+        assert getattr(shipped, key) == value, key
+
+
+def test_the_fidelity_report_judges_a_stored_calibration_as_calibrate_would_now() -> None:
+    """The report's preset for a stored calibration carries every fitted figure calibrate
+    writes today (one table for both: before, each listed them, and could drift)."""
+    import sys
+
+    sys.path.insert(0, str(RESOURCES.parent / "benchmarks" / "fidelity"))
+    from measurements import load_fidelity_data, preset_as_calibrated_now
+
+    data = load_fidelity_data(RESOURCES / "measurements" / "fidelity-h200-2026-11-24.json.gz")
+    assert data.preset.call_cost_factors == {}  # calibrated before the factors were fitted
+    now = preset_as_calibrated_now(data)
+    for key, value in FITTED_BY_CALIBRATE.items():
+        assert getattr(now, key) == value, key
 
 
 def test_the_bidirectional_fit_is_checked_against_the_pair_of_big_copies() -> None:

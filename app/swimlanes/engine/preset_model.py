@@ -59,6 +59,15 @@ FITTED_CALL_COSTS: dict[str, dict[str, float]] = {
         "host_func": 2.7,
     }
 }
+#: Every figure fitted on the fidelity benchmark's training halves that ``swimlanes
+#: calibrate`` writes into the presets it makes (the bands' model error, which goes into a
+#: preset's ``spread``, aside: engine.bands.FITTED_MODEL_ERROR). The fidelity report applies
+#: the same to a stored calibration, so the two cannot drift apart.
+FITTED_BY_CALIBRATE: dict[str, object] = {
+    **FITTED_ROOFLINE,
+    **FITTED_COPY_CHANNELS,
+    **FITTED_CALL_COSTS,
+}
 
 
 def _issue_costs(**overrides: float) -> dict[str, float]:

@@ -143,11 +143,7 @@ def _optional_probes(c: Calibration, be: CudaBackend, info: DeviceInfo, ref: int
 
 def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str) -> dict:
     """The preset: the built-in one of this GPU (if any) with every measured figure put in."""
-    from swimlanes.engine.preset_model import (
-        FITTED_CALL_COSTS,
-        FITTED_COPY_CHANNELS,
-        FITTED_ROOFLINE,
-    )
+    from swimlanes.engine.preset_model import FITTED_BY_CALIBRATE
     from swimlanes.engine.presets import DevicePreset, get_preset
 
     name = preset_name(info.name)
@@ -156,9 +152,9 @@ def _fit_preset(info: DeviceInfo, measured: dict[str, Any], ref: int, when: str)
     built_in = name in preset_names()
     fields = (get_preset(name) if built_in else DevicePreset(name=name)).to_dict()
     table = measured["bandwidth_table"]
-    fields.update(FITTED_ROOFLINE)  # the streaming kernel's own figures, the same everywhere
-    fields.update(FITTED_COPY_CHANNELS)  # how Hyper-Q GPUs feed their copy engines
-    fields.update(FITTED_CALL_COSTS)  # how a call's cost depends on its place in the program
+    # The streaming kernel's own figures, how Hyper-Q GPUs feed their copy engines, how a
+    # call's cost depends on its place in the program: the same on every host.
+    fields.update(FITTED_BY_CALIBRATE)
     fields.update(
         measured,
         name=name,
