@@ -1,7 +1,9 @@
 """Per-op facts the simulator needs, computed once before the event loop.
 
-``plan_ops`` turns the host program into flat lists (kind code, stream, hardware queue, host
-behaviour, alone-on-the-GPU time) so that the event loop touches no ``Op`` objects.
+``plan_ops`` turns the host program into flat per-op columns (kind code, stream, hardware queue,
+host behaviour, alone-on-the-GPU time) so that the event loop touches no ``Op`` objects. They
+stay numpy arrays (or per-shape values) until the Python loop reads them as lists: the compiled
+core takes the arrays (``Plan.column``).
 """
 
 from __future__ import annotations
@@ -129,7 +131,7 @@ def _copy_channels(plan: Plan, preset: DevicePreset) -> None:
     (engine.copies.choose_copy): the copy's channel, else its stream."""
     base, n = plan.copy_channel_base, preset.copy_channels
     if base < 0:
-        plan.copy_key = plan.stream
+        plan.set_column("copy_key", *plan.source("stream"))  # type: ignore[misc]
         return
     queue, kind, stream = plan.arrays["queue"], plan.arrays["kind"], plan.arrays["stream"]
     key = np.array(stream, dtype=np.int64)
@@ -138,8 +140,8 @@ def _copy_channels(plan: Plan, preset: DevicePreset) -> None:
         queue[rows] = base + direction * n + channel_of_copies(stream[rows].tolist(), n)
         # Channel keys follow the stream numbers (-1 is the legacy default stream's).
         key[rows] = len(plan.stream_names) + queue[rows]
-    plan.queue = queue.tolist()
-    plan.copy_key = key.tolist()
+    plan.set_column("queue", None, queue)
+    plan.set_column("copy_key", None, key)
 
 
 def channel_of_copies(streams: list[int], channels: int) -> np.ndarray:
@@ -209,27 +211,27 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     repeat_costs = _repeat_costs(keys, shape_of_op, shapes, preset, gap)
     scale = _kind_scales(keys, shapes, preset) if preset.call_cost_factors else None
     del keys
-    # Each column: the shapes' values picked by shape number. The event loop reads Python lists
-    # (mapped from the shapes' values, so ops share their int objects); the Timeline takes
-    # numpy gathers of its columns, in its dtypes.
+    # Each column: the shapes' values picked by shape number, as Python lists only when read
+    # (the Python loop; the compiled core takes arrays); the Timeline takes numpy gathers of
+    # its columns, in its dtypes.
+    plan.n_ops, plan.shape_of_op = len(ids), shape_of_op
+    del ids
     for name in COLUMNS:
         values = shapes.columns[name]
         if name in _TIMELINE_DTYPES:
             plan.arrays[name] = values.astype(_TIMELINE_DTYPES[name])[shape_of_op]
-        if name == "nbytes":
-            continue  # the loop reads an op's bytes rarely: from plan.arrays
-        shared = _shared_ints(values) if name == "cost" else values.tolist()
-        setattr(plan, name, list(map(shared.__getitem__, ids)))
+        if name == "cost":
+            plan.set_column(name, None, values[shape_of_op])
+        elif name != "nbytes":  # (the loop reads an op's bytes rarely: from plan.arrays)
+            plan.set_column(name, values)
     if repeat_costs is not None:
-        plan.cost = repeat_costs
+        plan.set_column("cost", None, repeat_costs)
     # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
     extras, is_kernel = shapes.extras, (shapes.columns["kind"] == _KERNEL).tolist()
-    kernel = [x if y else None for x, y in zip(extras, is_kernel, strict=True)]
+    plan.set_column("kernel", [x if y else None for x, y in zip(extras, is_kernel, strict=True)])
     stage = [None if y else x for x, y in zip(extras, is_kernel, strict=True)]
-    # (Typed as any op's extra: kernels' are their shapes, the others' their staging ns.)
-    plan.kernel = list(map(kernel.__getitem__, ids))  # type: ignore[arg-type]
     if any(x is not None for x in stage):
-        plan.stage = list(map(stage.__getitem__, ids))  # type: ignore[arg-type]
+        plan.set_column("stage", stage)
     _copy_channels(plan, preset)
     if scale is not None:
         _context_costs(plan, scale[shape_of_op], preset, gap)
@@ -260,7 +262,7 @@ def _context_costs(plan: Plan, scale: np.ndarray, preset: DevicePreset, gap: int
     op's factor for its kind. The planned program is one host thread's, in order."""
     factors = preset.call_cost_factors
     kind = plan.arrays["kind"].astype(np.int64)
-    host = np.asarray(plan.host, dtype=np.int64)
+    host = plan.column("host")
     blocking = np.isin(kind, _HOST_BLOCKING_KINDS) | (
         np.isin(kind, _HOST_COPY_KINDS) & np.isin(host, (ENQ_WAIT, ENQ_STAGE))
     )
@@ -271,18 +273,18 @@ def _context_costs(plan: Plan, scale: np.ndarray, preset: DevicePreset, gap: int
     after[1:] = blocking[:-1]
     after &= calls & ~first
     scale = np.where(after, scale * factors.get("after_blocking", 1.0), scale)
-    cost = np.asarray(plan.cost, dtype=np.int64) - gap
+    cost = plan.column("cost") - gap
     issue = np.array([preset.issue_cost_ns(name) for name in K], dtype=np.int64)[kind]
     cold = np.rint(issue * scale * factors.get("first_calls", 1.0)).astype(np.int64)
     scaled = np.where(applies & (scale != 1.0), np.rint(cost * scale).astype(np.int64), cost)
-    plan.cost = _shared_ints(np.where(first, cold, scaled) + gap)
+    plan.set_column("cost", None, np.where(first, cold, scaled) + gap)
 
 
 def _measured_calls(plan: Plan, program: list[Op], gap: int) -> None:
     """A call with its own measured host time (a captured program's) costs that instead of
     the preset's cost. An async pageable H2D's measured call is the whole call, staging
     included: it costs the preset's cost and stages for the rest (none if that is longer)."""
-    measured = [(i, c) for i, c in enumerate(map(_CALL_US, program)) if c is not None]
+    measured = _measured(program, _CALL_US)
     if not measured:
         return
     plan.cost = list(plan.cost)
@@ -297,15 +299,23 @@ def _measured_calls(plan: Plan, program: list[Op], gap: int) -> None:
 def _measured_copy_outs(plan: Plan, program: list[Op], preset: DevicePreset) -> None:
     """A pageable D2H with its measured ``copy_out_us`` returns that long after its DMA ended
     (at least the preset's return of a copy call), instead of after the modelled copy-out."""
-    measured = [(i, c) for i, c in enumerate(map(_COPY_OUT_US, program)) if c is not None]
+    measured = _measured(program, _COPY_OUT_US)
     if not measured:
         return
     if not plan.stage:  # (no op stages or copies out by the model: a list to hold these)
-        plan.stage = [None] * len(plan.cost)
+        plan.stage = [None] * plan.n_ops
     back = preset.sync_return_ns("sync_copy")
     for i, copy_out_us in measured:
         if plan.host[i] == ENQ_WAIT and program[i].effective_host_memory == "pageable":
             plan.stage[i] = max(0, round(copy_out_us * 1000.0) - back)
+
+
+def _measured(program: list[Op], field: operator.attrgetter) -> list[tuple[int, float]]:
+    """``(op index, value)`` of the ops whose ``field`` is set (a C-level pass to find none)."""
+    values = list(map(field, program))
+    if values.count(None) == len(values):
+        return []
+    return [(i, v) for i, v in enumerate(values) if v is not None]
 
 
 def _repeat_costs(
@@ -314,7 +324,7 @@ def _repeat_costs(
     shapes: Shapes,
     preset: DevicePreset,
     gap: int,
-) -> list[int] | None:
+) -> np.ndarray | None:
     """Per op, its call's host cost where a call that repeats the one before it (the same
     call on any stream) costs ``repeat_issue_cost_us``; None when the preset has no such
     figures. Worked out per shape, then compared op to op by numpy."""
@@ -337,15 +347,7 @@ def _repeat_costs(
     warm_of_kind = {name: gap + preset.repeat_issue_cost_ns(name) for name in K}
     warm = np.array([warm_of_kind[name] for name in names], dtype=np.int64)
     cold = shapes.columns["cost"]
-    per_op = np.where(repeat, warm[shape_of_op], cold[shape_of_op])
-    return _shared_ints(per_op)
-
-
-def _shared_ints(values: np.ndarray) -> list[int]:
-    """``values.tolist()`` for a column of few distinct values, with one int object per value
-    (not one per item: 32 MB per million items)."""
-    distinct, which = np.unique(values, return_inverse=True)
-    return list(map(distinct.tolist().__getitem__, which.ravel().tolist()))
+    return np.where(repeat, warm[shape_of_op], cold[shape_of_op])
 
 
 def _blocks_per_sm_key(extra: dict) -> object:

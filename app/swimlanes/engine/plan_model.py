@@ -12,6 +12,7 @@ into another module's names: tests lift them here.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Generic, TypeVar
 
 import numpy as np
 
@@ -90,9 +91,37 @@ def too_many_waves(index: int, waves: int, most: int, these: str, preset_name: s
 MAX_STREAM_CHECKS = 1 << 24
 
 
+#: Per-op columns a Plan builds as Python lists only when they are read (the Python event loop,
+#: ``adjust_plan``): the planner keeps them as arrays, which the compiled core takes directly.
+LIST_COLUMNS = ("kind", "queue", "run", "stream", "copy_key", "host", "cost", "solo", "stage",
+                "kernel")  # fmt: skip
+
+_T = TypeVar("_T")
+
+
+class _Column(Generic[_T]):
+    """A per-op column of a Plan, read and written as a list; built from the planner's arrays
+    on first read (see Plan.set_column). Once built, or assigned, the list is the column: a
+    caller may change it in place."""
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, plan: Plan, owner: type | None = None) -> list[_T]:
+        lists = plan._lists
+        values = lists.get(self.name)
+        if values is None:
+            values = lists[self.name] = plan._build_list(self.name)
+        return values
+
+    def __set__(self, plan: Plan, values: list[_T]) -> None:
+        plan._lists[self.name] = values
+        plan._sources.pop(self.name, None)
+
+
 @dataclass
 class Plan:
-    """Flat per-op lists; index == program index."""
+    """Flat per-op columns; index == program index."""
 
     stream_names: list[str]
     stream_class: list[int]
@@ -106,23 +135,87 @@ class Plan:
     #: queue is one of them picks as it reaches the GPU (RunState.choose_queue); 0: none.
     free_queues: int = 0
     shape_count: int = 0  # distinct op shapes (each worked out once by the planner)
-    kind: list[int] = field(default_factory=list)
-    queue: list[int] = field(default_factory=list)  # hardware queue of enqueued ops, else -1
-    run: list[int] = field(default_factory=list)  # RUN_* for enqueued ops, -1 for host-only
-    stream: list[int] = field(default_factory=list)
-    #: What a copy engine's preference for more of the same follows, per op: the copy's
-    #: channel (a number past the streams') when copy channels are modelled, else its stream.
-    copy_key: list[int] = field(default_factory=list)
-    host: list[int] = field(default_factory=list)
-    cost: list[int] = field(default_factory=list)
-    solo: list[int] = field(default_factory=list)
-    stage: list[int | None] = field(default_factory=list)  # host staging ns of pageable H2D
-    kernel: list[tuple[int, int, int, float] | None] = field(default_factory=list)
+    n_ops: int = 0
     event: list[str | None] = field(default_factory=list)  # event name of each op
     labels: list[str] = field(default_factory=list)
     nbytes: list[int] = field(default_factory=list)  # left empty: see arrays["nbytes"]
     #: Some of the int columns above as arrays, for the Timeline (see plan._TIMELINE_DTYPES).
     arrays: dict[str, np.ndarray] = field(default_factory=dict)
+    #: Each op's shape number (the planner's), by which per-shape sources are picked.
+    shape_of_op: np.ndarray | None = field(default=None, repr=False)
+    # The columns not built as lists yet: (values per shape, None) or (None, values per op).
+    _sources: dict[str, tuple] = field(default_factory=dict, repr=False)
+    _lists: dict[str, list] = field(default_factory=dict, repr=False)
+
+    kind = _Column[int]()
+    queue = _Column[int]()  # hardware queue of enqueued ops, else -1
+    run = _Column[int]()  # RUN_* for enqueued ops, -1 for host-only
+    stream = _Column[int]()
+    #: What a copy engine's preference for more of the same follows, per op: the copy's
+    #: channel (a number past the streams') when copy channels are modelled, else its stream.
+    copy_key = _Column[int]()
+    host = _Column[int]()
+    cost = _Column[int]()
+    solo = _Column[int]()
+    stage = _Column["int | None"]()  # host staging ns of pageable H2D (empty: none stages)
+    kernel = _Column["tuple[int, int, int, float] | None"]()
+
+    def set_column(
+        self, name: str, per_shape: np.ndarray | list | None, per_op: np.ndarray | None = None
+    ) -> None:
+        """Column ``name`` from its values per shape (picked by ``shape_of_op``) or per op,
+        built as a list only when read."""
+        self._lists.pop(name, None)
+        self._sources[name] = (per_shape, per_op)
+
+    def has_list(self, name: str) -> bool:
+        """Whether column ``name`` is a list (read or assigned since planning)."""
+        return name in self._lists
+
+    def column(self, name: str) -> np.ndarray:
+        """Int column ``name`` as int64 per op (OverflowError: a value past int64)."""
+        if name in self._lists or name not in self._sources:
+            values = getattr(self, name)
+            return np.fromiter(values, dtype=np.int64, count=len(values))
+        per_shape, per_op = self._sources[name]
+        if per_op is not None:
+            return np.asarray(per_op, dtype=np.int64)
+        assert self.shape_of_op is not None  # (per-shape sources come with it)
+        return np.asarray(per_shape, dtype=np.int64)[self.shape_of_op]
+
+    def item(self, name: str, i: int) -> int:
+        """Item ``i`` of int column ``name`` (its list left unbuilt)."""
+        if name in self._lists or name not in self._sources:
+            return getattr(self, name)[i]
+        per_shape, per_op = self._sources[name]
+        if per_op is not None:
+            return int(per_op[i])
+        assert self.shape_of_op is not None
+        return int(per_shape[self.shape_of_op[i]])
+
+    def source(self, name: str) -> tuple | None:
+        """Column ``name``'s unbuilt source (see set_column); None once it is a list."""
+        return None if name in self._lists else self._sources.get(name)
+
+    def _build_list(self, name: str) -> list:
+        source = self._sources.pop(name, None)
+        if source is None:
+            return []
+        per_shape, per_op = source
+        if per_op is not None:
+            return shared_ints(per_op)
+        if isinstance(per_shape, np.ndarray):
+            per_shape = per_shape.tolist()
+        assert self.shape_of_op is not None
+        # One int object per shape's value, shared by the ops of that shape.
+        return list(map(per_shape.__getitem__, self.shape_of_op.tolist()))
+
+
+def shared_ints(values: np.ndarray) -> list[int]:
+    """``values.tolist()`` for a column of few distinct values, with one int object per value
+    (not one per item: 32 MB per million items)."""
+    distinct, which = np.unique(values, return_inverse=True)
+    return list(map(distinct.tolist().__getitem__, which.ravel().tolist()))
 
 
 @dataclass

@@ -128,7 +128,7 @@ class RunState:
         progress: Callable[[float], None] | None,
         cancel: Callable[[], bool] | None,
     ) -> None:
-        n = len(plan.kind)
+        n = plan.n_ops
         self.plan, self.preset, self.n = plan, preset, n
         self.progress, self.cancel = progress, cancel
         # Result columns: numpy arrays, which the loop writes through memoryviews (an item
@@ -238,7 +238,7 @@ class RunState:
         self.host_i = 0  # next op whose call takes effect at host_t
         # plan.cost includes the host's gap before each call; the first call has none.
         self.call_gap = round(preset.host_call_gap_us * 1000.0)
-        self.host_t = plan.cost[0] - self.call_gap if n else INF
+        self.host_t = plan.item("cost", 0) - self.call_gap if n else INF
         self.host_wait: list[int] | None = None
         self.dirty = 0  # engines with new work (bits set by simulator._Run.dispatch)
         self.signal_delay = preset.completion_signal_delay

@@ -56,6 +56,16 @@ def _column(values: list, n: int) -> np.ndarray:
     return np.fromiter(values, dtype=np.int64, count=n)
 
 
+def _picked(run: RunState, name: str, rows: np.ndarray) -> list:
+    """Items ``rows`` of the plan's column ``name`` (a list of any values), its list left
+    unbuilt where the planner's per-shape values give them."""
+    plan = run.plan
+    source = plan.source(name)
+    if source is not None and source[0] is not None and plan.shape_of_op is not None:
+        return list(map(source[0].__getitem__, plan.shape_of_op[rows].tolist()))
+    return list(map(getattr(plan, name).__getitem__, rows.tolist()))
+
+
 def _op_tables(run: RunState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """The per-op tables op_times (int64), op_codes (int32) and op_floats (float64), one row
     per op plus the row past the program (host code END, cost INF)."""
@@ -73,12 +83,12 @@ def _op_tables(run: RunState) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
         (layout.QUEUE, "queue"),
     ):
         op_codes[:n, row] = arrays[name]
-    # Host codes, costs and device times: the lists the loop reads (adjust_plan changes them).
-    op_codes[:n, layout.HOSTC] = _column(plan.host, n)
-    op_codes[:n, layout.COPY_KEY] = _column(plan.copy_key, n)
-    op_times[:n, layout.COST] = _column(plan.cost, n)
+    # Host codes, costs and device times: as the loop reads them (adjust_plan changes them).
+    op_codes[:n, layout.HOSTC] = plan.column("host")
+    op_codes[:n, layout.COPY_KEY] = plan.column("copy_key")
+    op_times[:n, layout.COST] = plan.column("cost")
     op_times[n, layout.COST] = layout.INF
-    op_times[:n, layout.SOLO] = _column(plan.solo, n)
+    op_times[:n, layout.SOLO] = plan.column("solo")
     op_times[n, layout.SOLO] = 0
     if (
         op_times[:n, layout.COST].max() >= layout.INPUT_LIMIT
@@ -111,20 +121,21 @@ def _stage_rows(run: RunState, op_times: np.ndarray, op_codes: np.ndarray) -> No
     plan, n = run.plan, run.n
     op_times[:, layout.STAGE] = 0
     op_times[:, layout.STAGE_OFF] = 0
-    if not plan.stage:
+    if plan.source("stage") is None and not plan.stage:
         return
     host = op_codes[:n, layout.HOSTC]
     rows = np.flatnonzero(np.isin(host, (ENQ_STAGE, *_WAITING)))
-    stage = plan.stage
-    busy = np.fromiter((stage[i] or 0 for i in rows.tolist()), np.int64, len(rows))
+    stage = [x or 0 for x in _picked(run, "stage", rows)]
+    busy = _column(stage, len(rows))
     if len(rows) and busy.max() >= layout.INPUT_LIMIT:
         raise OutOfReach
     op_times[rows, layout.STAGE] = busy
     chunk, nbytes = run.h2d_chunk, plan.arrays["nbytes"]
     if not chunk:
         return
-    for i in rows[host[rows] == ENQ_STAGE].tolist():
-        staged, size = stage[i] or 0, int(nbytes[i])
+    for k in np.flatnonzero(host[rows] == ENQ_STAGE).tolist():
+        i, staged = int(rows[k]), stage[k]
+        size = int(nbytes[i])
         op_times[i, layout.STAGE_OFF] = staged if size <= chunk else staged * chunk // size
 
 
@@ -133,12 +144,11 @@ def _kernel_rows(
 ) -> None:
     """The kernels' shapes (blocks, slots per block, resident limit, ns per block) where the
     block scheduler keeps them (W_REM, W_COST, W_MAXRES, W_BLOCK_NS)."""
-    plan = run.plan
     rows = np.flatnonzero(op_codes[: run.n, layout.RUN] == RUN_KERNEL)
     if not len(rows):
         return
     # (Kernels' shapes are never None.)
-    shapes = cast(list[tuple[int, int, int, float]], [plan.kernel[i] for i in rows.tolist()])
+    shapes = cast(list[tuple[int, int, int, float]], _picked(run, "kernel", rows))
     m = len(rows)
     op_times[rows, layout.W_REM] = np.fromiter(map(itemgetter(0), shapes), np.int64, m)
     op_codes[rows, layout.W_COST] = np.fromiter(map(itemgetter(1), shapes), np.int64, m)
