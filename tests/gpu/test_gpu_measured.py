@@ -88,10 +88,21 @@ def test_cupti_and_events_agree_on_a_serial_stream() -> None:
         [{"op": "h2d", "stream": "s1", "bytes": 64 * MB}, kernel("s1", SMS * 8, 1000),
          {"op": "d2h", "stream": "s1", "bytes": 64 * MB}, {"op": "device_sync"}],
     )  # fmt: skip
-    a, b = run(p, "cupti"), run(p, "events")
+    # Interleaved, twice each: a host's copy rate can move by 10% or more between runs (an
+    # H100 host, 2026-11-25: 1400 then 1241 us for the same 64 MiB H2D), which says nothing
+    # about the two back ends; what each back end's own two runs differ by is allowed on top.
+    cupti, events = [], []
+    for _ in range(2):
+        cupti.append(run(p, "cupti"))
+        events.append(run(p, "events"))
     for row in range(3):
-        assert us(a, row) == pytest.approx(us(b, row), rel=0.03, abs=5.0), a.labels[row]
-    assert a.makespan_ns == pytest.approx(b.makespan_ns, rel=0.05)
+        c, e = [us(t, row) for t in cupti], [us(t, row) for t in events]
+        drift = max(abs(c[0] - c[1]), abs(e[0] - e[1]))
+        gap = abs(sum(c) / 2 - sum(e) / 2)
+        assert gap <= 0.03 * sum(c) / 2 + 5.0 + drift, (cupti[0].labels[row], c, e)
+    spans = [t.makespan_ns for t in (*cupti, *events)]
+    drift = max(abs(spans[0] - spans[1]), abs(spans[2] - spans[3]))
+    assert abs(spans[0] + spans[1] - spans[2] - spans[3]) / 2 <= 0.05 * spans[0] + drift
 
 
 def test_copies_on_three_streams_run_one_after_another_on_the_copy_engine() -> None:
