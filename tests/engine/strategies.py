@@ -7,6 +7,7 @@ import dataclasses
 from hypothesis import strategies as st
 
 from swimlanes.engine import DevicePreset, get_preset, preset_names
+from swimlanes.engine.preset_model import FITTED_CALL_COSTS
 from swimlanes.model.document import Op, Pipeline, Stream
 from swimlanes.model.validate import validate
 
@@ -213,21 +214,7 @@ def device_presets(draw: st.DrawFn) -> DevicePreset:
         "copy_queue_per_stream": queues == "hyperq" and draw(st.booleans()),
         "copy_channels": draw(st.sampled_from([0, 0, 1, 2, 4])),
         "queue_choice": draw(st.sampled_from(["stream", "free"])),
-        "call_cost_factors": draw(
-            st.sampled_from(
-                [
-                    {},
-                    {
-                        "first_calls": 1.75,
-                        "after_blocking": 1.27,
-                        "roofline_kernel": 1.55,
-                        "memset": 1.55,
-                        "d2d": 1.6,
-                        "host_func": 2.7,
-                    },
-                ]
-            )
-        ),  # fmt: skip
+        "call_cost_factors": draw(st.sampled_from([{}, FITTED_CALL_COSTS["call_cost_factors"]])),
         "copy_engines_per_direction": draw(st.integers(1, 2)),
         "shared_copy_engine": draw(st.booleans()),
         "copy_order": draw(st.sampled_from(["measured", "fifo", "stream_fifo"])),

@@ -6,11 +6,11 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from collections.abc import Callable
 
 import pytest
+from test_compiled_core import run_with
 
-from swimlanes.engine import DevicePreset, core, get_preset, simulate
+from swimlanes.engine import DevicePreset, get_preset, simulate
 from swimlanes.engine.presets import preset_names
 from swimlanes.engine.reference import simulate_reference
 from swimlanes.model.document import Device, Op, Pipeline, Stream
@@ -77,17 +77,6 @@ MEASURED = {
     "breadth": ([], []),
     "longonly": ([], []),
 }
-
-
-def run_with(engine: str, fn: Callable[[], Timeline]) -> Timeline:
-    """``fn()`` with SWIMLANES_ENGINE set; with "compiled", it must have run compiled."""
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setenv(core.ENGINE_VARIABLE, engine)
-        before = core.compiled_runs()
-        out = fn()
-        ran = core.compiled_runs() - before
-    assert ran > 0 if engine == "compiled" else ran == 0, f"{engine}: {ran} compiled runs"
-    return out
 
 
 @pytest.mark.parametrize("name", list(MEASURED))
