@@ -9,7 +9,8 @@ core takes the arrays (``Plan.column``).
 from __future__ import annotations
 
 import operator
-from collections import defaultdict
+from collections.abc import Callable
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -18,7 +19,6 @@ from swimlanes.engine.call_context import (
     ASYNC_CALLS,
     FIRST_CALLS,
     HOST_BLOCKING_CALLS,
-    roofline_shape,
 )
 from swimlanes.engine.plan_columns import shape_columns, within_limits
 from swimlanes.engine.plan_model import (
@@ -49,7 +49,7 @@ from swimlanes.engine.plan_model import (
 )
 from swimlanes.engine.plan_shape import new_shape
 from swimlanes.engine.presets import DevicePreset
-from swimlanes.model.document import DEFAULT_STREAM, Op, Pipeline
+from swimlanes.model.document import DEFAULT_STREAM, EVENT_OPS, Op, Pipeline
 
 # The op codes, columns and Plan live in plan_model (plan_columns and plan_shape build on them
 # too); the simulator and the run state import them from here. MAX_OP_NS is a copy for
@@ -70,6 +70,10 @@ _TIMELINE_DTYPES = {
     "queue": np.int32,
 }  # fmt: skip
 _KERNEL = K["kernel"]
+_NAMES = list(K)
+_REST = operator.itemgetter(slice(2, None))  # a shape's key past its op and stream
+_EVENT_KINDS = np.array([name in EVENT_OPS for name in K], dtype=bool)
+_NONE = np.array(None, dtype=object)
 #: Kinds of call that hold the host (copies: when synchronous or pageable) and kinds that
 #: enqueue work: engine.call_context's sets, as codes.
 _HOST_BLOCKING_KINDS = [K[name] for name in HOST_BLOCKING_CALLS]
@@ -150,11 +154,10 @@ def channel_of_copies(streams: list[int], channels: int) -> np.ndarray:
     streams, else round-robin in issue order. Measured (random pipelines, training halves of
     nine H100 / H200 sets): copies of two to four streams ran each stream's in issue order
     while another stream's overtook them, which round-robin channels would not allow."""
-    rank: dict[int, int] = {}
-    for s in streams:
-        rank.setdefault(s, len(rank))
+    # The streams in order of their first copies (dict.fromkeys keeps the first of each).
+    rank = {s: n for n, s in enumerate(dict.fromkeys(streams))}
     if len(rank) <= channels:
-        return np.array([rank[s] for s in streams], dtype=np.int64)
+        return np.fromiter(map(rank.__getitem__, streams), dtype=np.int64, count=len(streams))
     return np.arange(len(streams), dtype=np.int64) % channels
 
 
@@ -183,19 +186,21 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
     # only for a new shape: no Python-level call per op).
     shape_ids: dict[tuple, int] = {}
     number = shape_ids.setdefault
-    add_id, add_label, add_event = ids.append, plan.labels.append, plan.event.append
-    # Default labels by kind, then event (two lookups cost less than hashing a pair per op).
-    defaults: defaultdict[str, dict[str | None, str]] = defaultdict(dict)
+    # The ops' own labels (the defaults are picked by kind afterwards: see _labels).
+    given: list[str | None] = []
+    add_id, add_given, add_event = ids.append, given.append, plan.event.append
     for op in program:
         add_id(number((op.op, op.stream, op.bytes, op.host_memory, op.is_async,
                        op.duration_us, op.blocks, op.threads, op.block_us, op.flops,
                        _blocks_per_sm_key(op.extra) if op.extra else None), len(shape_ids)))  # fmt: skip
-        event = op.event
-        add_event(event)
-        add_label(op.label or defaults[op.op].get(event) or _default_label(op, defaults))
+        add_event(op.event)
+        add_given(op.label)
     shape_of_op = np.fromiter(ids, dtype=np.intp, count=len(ids))
-    # Each shape's first op (shapes are numbered in program order of their first op).
-    first = np.unique(shape_of_op, return_index=True)[1].tolist()
+    # Each shape's first op: shapes are numbered 0, 1, ... in program order of their first
+    # op, so an op is its shape's first when its number is past all before it.
+    new = np.ones(len(ids), dtype=bool)
+    new[1:] = shape_of_op[1:] > np.maximum.accumulate(shape_of_op)[:-1]
+    first = np.flatnonzero(new).tolist()
     # All shapes at once, column by column; one by one (naming the first bad op) if refused.
     # The keys alone from here (their table is the biggest transient of planning; the keys,
     # one tuple per shape, go once the repeat costs are known).
@@ -226,18 +231,25 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
             plan.set_column(name, values)
     if repeat_costs is not None:
         plan.set_column("cost", None, repeat_costs)
-    # Per op: the kernel shape of kernels, the staging time of pageable async H2D copies.
-    extras, is_kernel = shapes.extras, (shapes.columns["kind"] == _KERNEL).tolist()
-    plan.set_column("kernel", [x if y else None for x, y in zip(extras, is_kernel, strict=True)])
-    stage = [None if y else x for x, y in zip(extras, is_kernel, strict=True)]
-    if any(x is not None for x in stage):
-        plan.set_column("stage", stage)
+    _extra_columns(plan, shapes)
+    plan.labels = _labels(given, plan.event, plan.arrays["kind"])
     _copy_channels(plan, preset)
     if scale is not None:
         _context_costs(plan, scale[shape_of_op], preset, gap)
     _measured_calls(plan, program, gap)
     _measured_copy_outs(plan, program, preset)
     return plan
+
+
+def _extra_columns(plan: Plan, shapes: Shapes) -> None:
+    """Per op: the kernel shape of kernels, the staging time of pageable async H2D copies
+    (numpy's object arrays pick them in C: a comprehension per column cost 3 ms at 1e5)."""
+    extras = np.fromiter(shapes.extras, dtype=object, count=len(shapes.extras))
+    is_kernel = shapes.columns["kind"] == _KERNEL
+    plan.set_column("kernel", np.where(is_kernel, extras, _NONE).tolist())
+    stage = np.where(is_kernel, _NONE, extras).tolist()
+    if stage.count(None) != len(stage):
+        plan.set_column("stage", stage)
 
 
 def _kind_scales(keys: list[tuple], shapes: Shapes, preset: DevicePreset) -> np.ndarray:
@@ -250,7 +262,13 @@ def _kind_scales(keys: list[tuple], shapes: Shapes, preset: DevicePreset) -> np.
     if roofline != 1.0:
         kernels = np.flatnonzero(kind == _KERNEL).tolist()
         # key: (op, stream, bytes, memory, async, duration_us, blocks, threads, block_us, flops ...)
-        rows = [i for i in kernels if roofline_shape(keys[i])]
+        # call_context.roofline_shape's test, inline (a call per kernel shape cost 6 ms at 1e5
+        # ops): no duration, no block time, FLOPs and bytes.
+        rows = [
+            i
+            for i, key in zip(kernels, map(keys.__getitem__, kernels), strict=True)
+            if key[5] is None and key[8] is None and key[9] and key[2]
+        ]
         scale[rows] = roofline
     return scale
 
@@ -335,19 +353,19 @@ def _repeat_costs(
     # of one kind of op.
     repeat = np.zeros(len(shape_of_op), dtype=bool)
     repeat[1:] = shape_of_op[1:] == shape_of_op[:-1]
-    names, kind_of_op = [key[0] for key in keys], shapes.columns["kind"][shape_of_op]
+    kind_of_op = shapes.columns["kind"][shape_of_op]
     both = np.flatnonzero(~repeat[1:] & (kind_of_op[1:] == kind_of_op[:-1])) + 1
     if len(both):
-        repeat[both] = [
-            keys[a][2:] == keys[b][2:]
-            for a, b in zip(shape_of_op[both - 1].tolist(), shape_of_op[both].tolist(), strict=True)
-        ]
+        # keys[a][2:] == keys[b][2:] for each pair, by C-level maps
+        before = map(_REST, map(keys.__getitem__, shape_of_op[both - 1].tolist()))
+        after = map(_REST, map(keys.__getitem__, shape_of_op[both].tolist()))
+        repeat[both] = list(map(operator.eq, before, after))
     if not repeat.any():
         return None  # no call repeats the one before it: every call costs issue_cost_us
-    warm_of_kind = {name: gap + preset.repeat_issue_cost_ns(name) for name in K}
-    warm = np.array([warm_of_kind[name] for name in names], dtype=np.int64)
+    # Each kind's warm cost, by kind code (K numbers the kinds 0, 1, ...).
+    warm = np.array([gap + preset.repeat_issue_cost_ns(name) for name in K], dtype=np.int64)
     cold = shapes.columns["cost"]
-    return np.where(repeat, warm[shape_of_op], cold[shape_of_op])
+    return np.where(repeat, warm[kind_of_op], cold[shape_of_op])
 
 
 def _blocks_per_sm_key(extra: dict) -> object:
@@ -428,9 +446,30 @@ def _check_work(
         )
 
 
-def _default_label(op: Op, defaults: defaultdict[str, dict[str | None, str]]) -> str:
-    label = defaults[op.op][op.event] = op.display_label
-    return label
+def _labels(given: list[str | None], events: list[str | None], kind: np.ndarray) -> list[str]:
+    """Each op's Op.display_label: its own label, else one made from its kind (and, for
+    event ops, its event), one str object per distinct default (picked by kind in C)."""
+    display: Callable[[Any], str] = Op.__dict__["display_label"].fget  # (the property's rule)
+    defaults = np.array([display(_Unlabelled(name, None)) for name in K], dtype=object)
+    labels = defaults[kind].tolist()
+    # Event ops' by their event (an op without one keeps its kind's).
+    for code in np.flatnonzero(_EVENT_KINDS).tolist():
+        rows = np.flatnonzero(kind == code).tolist()
+        named = list(map(events.__getitem__, rows))
+        label = {e: display(_Unlabelled(_NAMES[code], e)) for e in set(named)}
+        for _ in map(labels.__setitem__, rows, map(label.__getitem__, named)):
+            pass
+    if any(given):
+        labels = [g or d for g, d in zip(given, labels, strict=True)]
+    return labels
+
+
+class _Unlabelled(NamedTuple):
+    """An op without a label of its own, as Op.display_label reads it."""
+
+    op: str
+    event: str | None
+    label: None = None
 
 
 def chain_links(group: np.ndarray, member: np.ndarray) -> tuple[np.ndarray, np.ndarray]:

@@ -17,6 +17,11 @@ one by one, which names the first bad op in program order.
 from __future__ import annotations
 
 import math
+import operator
+from collections.abc import Sequence
+from itertools import repeat
+from operator import is_not, itemgetter
+from typing import cast
 
 import numpy as np
 
@@ -53,6 +58,7 @@ _H2D, _D2H, _D2D, _MEMSET = K["h2d"], K["d2h"], K["d2d"], K["memset"]
 _KERNEL, _HOST_FUNC = K["kernel"], K["host_func"]
 _RUN_OF_KIND = np.array([run_of(k) for k in range(len(K))], dtype=np.int64)
 _ON_STREAM = frozenset((*STREAM_OPS, "memset"))  # as Op.stream_name
+_ON_STREAM_KIND = np.array([name in _ON_STREAM for name in K], dtype=bool)
 _HOST_OF_KIND = np.full(len(K), ENQ, dtype=np.int64)
 for _name, _host in HOST_ONLY.items():
     _HOST_OF_KIND[K[_name]] = _host
@@ -83,27 +89,24 @@ def _shape_columns(
     names, streams, nbytes, memory, is_async, dur_us, blocks, threads, block_us, flops, bpsm = zip(
         *keys, strict=True
     )
-    kind = [K[name] for name in names]  # KeyError: an unknown op
-    stream = [
-        stream_index.get((s or DEFAULT_STREAM) if name in _ON_STREAM else s, -2)
-        for name, s in zip(names, streams, strict=True)
-    ]
-    if -2 in stream:
-        raise _Refused
-    k = np.array(kind, dtype=np.int64)
-    s = np.array(stream, dtype=np.int64)
+    # Per-shape lists by C-level maps where the rule allows (a comprehension per field cost
+    # 2-4 ms at 1e5 shapes).
+    kind = list(map(K.__getitem__, names))  # KeyError: an unknown op
+    k = np.fromiter(kind, dtype=np.int64, count=len(kind))
+    s = _stream_numbers(k, streams, stream_index)
     run = _RUN_OF_KIND[k]
     size = np.array([b or 0 for b in nbytes], dtype=np.int64)
     host = _HOST_OF_KIND[k].copy()
     solo = np.zeros(len(keys), dtype=np.int64)
     extra: list[tuple | int | None] = [None] * len(keys)
-    has_dur = np.array([d is not None for d in dur_us], dtype=bool)
-    dur = _checked_ns(np.array([0.0 if d is None else d * 1000.0 for d in dur_us]))
+    has_dur = _not_none(dur_us)
+    dur = _checked_ns(np.fromiter([0.0 if d is None else d * 1000.0 for d in dur_us], np.float64))
     sync = np.array([not (a is None or a) for a in is_async], dtype=bool)
-    pageable = np.array([m == "pageable" for m in memory], dtype=bool)
-    if not all(m is None or m in ("pinned", "pageable") for m in memory):
+    if not set(memory) <= {None, "pinned", "pageable"}:
         raise _Refused
-    _copies(preset, k, size, dur, has_dur, sync, pageable, host, solo, extra)
+    pageable = np.fromiter(map(operator.eq, memory, repeat("pageable")), bool, len(memory))
+    stage = np.zeros(len(keys), dtype=np.int64)  # (Shapes.stage)
+    _copies(preset, k, size, dur, has_dur, sync, pageable, host, solo, extra, stage)
     memset = k == _MEMSET
     solo[memset] = np.where(
         has_dur[memset], dur[memset], _checked_ns(size[memset] / preset.memory_gbps)
@@ -111,23 +114,52 @@ def _shape_columns(
     host[memset & sync] = ENQ_BARRIER
     # An op with a blocks_per_sm override is worked out one by one below (rare; that checks
     # the override, on any kind of op).
-    special = np.array([b is not None for b in bpsm], dtype=bool)
+    special = _not_none(bpsm)
     kernel = np.flatnonzero((k == _KERNEL) & ~special)
-    _kernels(preset, kernel, blocks, threads, block_us, flops, size, dur, has_dur, solo, extra)
+    block_waves = np.zeros(len(keys), dtype=np.int64)
+    block_waves[kernel] = _kernels(
+        preset, kernel, blocks, threads, block_us, flops, size, dur, has_dur, solo, extra
+    )
     callback = (k == _HOST_FUNC) | (host == BUSY)
     solo[callback] = np.where(has_dur[callback], dur[callback], 0)
     solo[(run < 0) & (host != BUSY)] = -1
     queue = _queues(preset, plan, k, s, run)
-    cost = np.array([costs[name] for name in names], dtype=np.int64)
+    lookups = stream_index, costs
+    cost = np.array([costs[name] for name in K], dtype=np.int64)[k]  # (costs: by name of K)
     values = (k, s, run, queue, cost, host, solo, size)
-    shapes = Shapes(dict(zip(COLUMNS, values, strict=True)), extra)
+    shapes = Shapes(dict(zip(COLUMNS, values, strict=True)), extra, stage, block_waves)
     for n in np.flatnonzero(special).tolist():
-        row, shapes.extras[n] = new_shape(
-            first[n], program[first[n]], preset, plan, stream_index, costs
-        )
-        for name, value in zip(COLUMNS, row, strict=True):
-            shapes.columns[name][n] = value
+        _one_shape(shapes, n, new_shape(first[n], program[first[n]], preset, plan, *lookups))
     return shapes
+
+
+def _one_shape(shapes: Shapes, n: int, shape: tuple[tuple, tuple | int | None]) -> None:
+    """Shape ``n`` as plan_shape.new_shape worked it out: ``(row, extra)``."""
+    row, x = shape
+    shapes.extras[n] = x
+    for name, value in zip(COLUMNS, row, strict=True):
+        shapes.columns[name][n] = value
+    assert shapes.stage is not None and shapes.block_waves is not None
+    shapes.stage[n] = x if isinstance(x, int) else 0  # (a kernel's extra is its shape)
+    shapes.block_waves[n] = -(-x[0] // x[2]) if isinstance(x, tuple) else 0
+
+
+def _stream_numbers(k: np.ndarray, streams: tuple, stream_index: dict) -> np.ndarray:
+    """Each shape's stream number (Op.stream_name's stream: the legacy default for an op on a
+    stream that names none); _Refused if one names no declared stream."""
+    s = np.fromiter(map(stream_index.get, streams, [-2] * len(streams)), np.int64, len(streams))
+    unnamed = np.fromiter(map(operator.not_, streams), dtype=bool, count=len(streams))
+    s[unnamed & _ON_STREAM_KIND[k]] = stream_index.get(DEFAULT_STREAM, -2)
+    if np.any(s == -2):
+        raise _Refused
+    return s
+
+
+def _not_none(values: Sequence) -> np.ndarray:
+    """Which of ``values`` are not None, as a bool array (a C-level pass)."""
+    if values.count(None) == len(values):
+        return np.zeros(len(values), dtype=bool)
+    return np.fromiter(map(is_not, values, [None] * len(values)), dtype=bool, count=len(values))
 
 
 def _bound() -> int:
@@ -146,8 +178,10 @@ def _checked_ns(values: np.ndarray) -> np.ndarray:
 def _copies(
     preset: DevicePreset, k: np.ndarray, size: np.ndarray, dur: np.ndarray, has_dur: np.ndarray,
     sync: np.ndarray, pageable: np.ndarray, host: np.ndarray, solo: np.ndarray, extra: list,
+    staging: np.ndarray,
 ) -> None:  # fmt: skip
-    """Host behaviour, time alone and staging ns of H2D, D2H and D2D copies (plan_shape._shape)."""
+    """Host behaviour, time alone and staging ns of H2D, D2H and D2D copies (plan_shape._shape):
+    the staging ns (or copy-out) both as ``extra`` and in ``staging``."""
     d2d = np.flatnonzero(k == _D2D)
     solo[d2d] = np.where(has_dur[d2d], dur[d2d], _checked_ns(2.0 * size[d2d] / preset.memory_gbps))
     for kind, code in (("h2d", _H2D), ("d2h", _D2H)):
@@ -167,13 +201,19 @@ def _copies(
                 staged = ~sync[rows]
                 host[rows[staged]] = ENQ_STAGE
                 values = np.where(has_dur[rows], dur[rows], stage)[staged]
-                for r, v in zip(rows[staged].tolist(), values.tolist(), strict=True):
-                    extra[r] = v
+                _put(extra, rows[staged].tolist(), values.tolist())
+                staging[rows[staged]] = values
             elif preset.pageable_d2h_chunk_bytes:  # the last chunk's copy-out
                 chunk = preset.pageable_d2h_chunk_bytes
                 out = _checked_ns(np.minimum(b, chunk) / _host_gbps(preset, "d2h", b))
-                for r, v in zip(rows.tolist(), out.tolist(), strict=True):
-                    extra[r] = v
+                _put(extra, rows.tolist(), out.tolist())
+                staging[rows] = out
+
+
+def _put(extra: list, rows: list[int], values: list) -> None:
+    """``extra[r] = v`` for each row and value (a C-level pass)."""
+    for _ in map(extra.__setitem__, rows, values):
+        pass
 
 
 def _copy_ns(preset: DevicePreset, kind: str, b: np.ndarray, memory: str) -> np.ndarray:
@@ -226,25 +266,28 @@ def _kernels(
     preset: DevicePreset, rows: np.ndarray, blocks: tuple, threads: tuple, block_us: tuple,
     flops: tuple, size: np.ndarray, dur: np.ndarray, has_dur: np.ndarray, solo: np.ndarray,
     extra: list,
-) -> None:  # fmt: skip
-    """Time alone and kernel shape of the kernels ``rows`` (no blocks_per_sm override)."""
+) -> np.ndarray | int:  # fmt: skip
+    """Time alone and kernel shape of the kernels ``rows`` (no blocks_per_sm override); returns
+    their waves of blocks alone (ceil(blocks / resident), as plan._check_work counts them)."""
     if not len(rows):
-        return
+        return 0
     pick = rows.tolist()
-    n_blocks = np.array([blocks[r] or 1 for r in pick], dtype=np.int64)
-    n_threads = np.array([threads[r] or 256 for r in pick], dtype=np.int64)
+    n_blocks = np.array([b or 1 for b in map(blocks.__getitem__, pick)], dtype=np.int64)
+    n_threads = np.array([t or 256 for t in map(threads.__getitem__, pick)], dtype=np.int64)
     # blocks.residency and blocks.waves
     per_sm = np.maximum(
         1, np.minimum(preset.max_blocks_per_sm, preset.max_threads_per_sm // np.maximum(1, n_threads))
     )  # fmt: skip
     n_waves = np.maximum(1, np.ceil(n_blocks / (preset.sm_count * per_sm))).astype(np.int64)
-    has_block = np.array([block_us[r] is not None for r in pick], dtype=bool)
-    block_ns = _checked_ns(np.array([block_us[r] * 1000.0 if block_us[r] is not None else 0.0
-                                     for r in pick]))  # fmt: skip
+    times = list(map(block_us.__getitem__, pick))
+    has_block = _not_none(times)
+    block_ns = _checked_ns(
+        np.fromiter([0.0 if t is None else t * 1000.0 for t in times], np.float64)
+    )
     if not np.all(np.maximum(1, block_ns) * n_waves.astype(np.float64) <= _bound()):
         raise _Refused  # (checked in float first: the int64 product must not overflow)
     by_blocks = np.maximum(1, block_ns) * n_waves
-    by_flops = np.array([flops[r] or 0.0 for r in pick], dtype=np.float64)
+    by_flops = np.array([f or 0.0 for f in map(flops.__getitem__, pick)], dtype=np.float64)
     roofline = _checked_ns(_roofline(preset, by_flops, size[rows], n_blocks, n_threads, per_sm))
     total = np.where(
         has_block, by_blocks, np.where(has_dur[rows], np.maximum(1, dur[rows]), roofline)
@@ -253,8 +296,8 @@ def _kernels(
     cost = preset.max_threads_per_sm // per_sm
     shapes = zip(n_blocks.tolist(), cost.tolist(), (preset.sm_count * per_sm).tolist(),
                  (total / n_waves).tolist(), strict=True)  # fmt: skip
-    for r, shape in zip(pick, shapes, strict=True):
-        extra[r] = shape
+    _put(extra, pick, list(shapes))
+    return -(-n_blocks // (preset.sm_count * per_sm))
 
 
 def _roofline(
@@ -270,7 +313,9 @@ def _roofline(
         per_sm_rate = np.minimum(compute_rate / p.sm_count, warps * p.warp_gflops)
         compute_rate = np.minimum(compute_rate, sms * per_sm_rate)
     if p.warp_gbps:
-        loads = np.array([warp_loads(w, p) for w in warps.tolist()], dtype=np.float64)
+        # (per distinct warp count: a few dozen at most)
+        distinct, where = np.unique(warps, return_inverse=True)
+        loads = np.array([warp_loads(w, p) for w in distinct.tolist()], dtype=np.float64)[where]
         memory_rate = np.minimum(memory_rate, (sms * loads) * p.warp_gbps)
     both = (flops > 0) & (nbytes > 0)
     if p.roofline_tail_efficiency != 1.0:  # the one-element loop: see DevicePreset
@@ -315,17 +360,16 @@ def within_limits(
     """True when plan._check_work's three totals are clearly below their limits (the time
     total, a float sum, by a margin its summation order cannot cross); False: let it add them
     up shape by shape, as it words its refusal."""
-    extras = shapes.extras
     s, run, cost, host, solo = (
         shapes.columns[c] for c in ("stream", "run", "cost", "host", "solo")
     )  # fmt: skip
-    stage = np.array([x if isinstance(x, int) else 0 for x in extras], dtype=np.int64)
+    stage, block_waves = shapes.stage, shapes.block_waves
+    if stage is None or block_waves is None:
+        stage, block_waves = _stage_and_waves(shapes)
     device = np.maximum(solo, 0) * np.where(run == RUN_COPY, slowest_copy, 1.0)
     total_ns = float(np.sum(count * (cost + device + stage + slack)))
     # A kernel's waves alone: ceil(blocks / resident); d2d copies and memsets take one.
-    blocks = np.array([x[0] if isinstance(x, tuple) else 0 for x in extras], dtype=np.int64)
-    resident = np.array([x[2] if isinstance(x, tuple) else 1 for x in extras], dtype=np.int64)
-    waves = np.where(run == RUN_SM, 1, -(-blocks // resident))
+    waves = np.where(run == RUN_SM, 1, block_waves)
     total_waves = int(np.sum(count * waves))
     classes = np.array([*plan.stream_class, -1], dtype=np.int64)  # (s = -1: no stream)
     syncs = ((run >= 0) & (classes[s] == STREAM_LEGACY)) | np.isin(
@@ -337,3 +381,20 @@ def within_limits(
         and total_waves <= _model.MAX_BLOCK_WAVES
         and checks <= _model.MAX_STREAM_CHECKS
     )
+
+
+def _stage_and_waves(shapes: Shapes) -> tuple[np.ndarray, np.ndarray]:
+    """Shapes.stage and Shapes.block_waves from the shapes' extras (shapes worked out one by
+    one)."""
+    extras = shapes.extras
+    # Kernels' extras are their shapes (tuples), other ops' their staging ns (or None).
+    kernels = shapes.columns["kind"] == _KERNEL
+    rows, others = np.flatnonzero(kernels).tolist(), np.flatnonzero(~kernels).tolist()
+    stage = np.zeros(len(extras), dtype=np.int64)
+    stage[others] = [x if isinstance(x, int) else 0 for x in map(extras.__getitem__, others)]
+    blocks, resident = np.zeros(len(extras), dtype=np.int64), np.ones(len(extras), dtype=np.int64)
+    if rows:
+        kernel_shapes = cast("list[tuple]", list(map(extras.__getitem__, rows)))
+        blocks[rows] = list(map(itemgetter(0), kernel_shapes))
+        resident[rows] = list(map(itemgetter(2), kernel_shapes))
+    return stage, -(-blocks // resident)

@@ -221,10 +221,14 @@ def shared_ints(values: np.ndarray) -> list[int]:
 @dataclass
 class Shapes:
     """The op shapes of a program, by shape number: each of COLUMNS as an int64 array, and
-    ``extras``, each shape's kernel shape (kernels) or staging ns (or None)."""
+    ``extras``, each shape's kernel shape (kernels) or staging ns (or None). ``stage`` (the
+    int extras, else 0) and ``block_waves`` (a kernel's waves of blocks alone, else 0) come
+    with shapes worked out in bulk; None: read them from ``extras``."""
 
     columns: dict[str, np.ndarray]
     extras: list[tuple | int | None]
+    stage: np.ndarray | None = None
+    block_waves: np.ndarray | None = None
 
     @classmethod
     def from_rows(cls, shapes: list[tuple[tuple, tuple | int | None]]) -> Shapes:
