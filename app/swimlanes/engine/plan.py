@@ -14,13 +14,13 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from swimlanes.engine import plan_model as _model  # its limits: read when used (tests change them)
 from swimlanes.engine.call_context import (
     ASYNC_CALLS,
     FIRST_CALLS,
     HOST_BLOCKING_CALLS,
 )
-from swimlanes.engine.plan_columns import shape_columns, within_limits
+from swimlanes.engine.plan_columns import shape_columns
+from swimlanes.engine.plan_limits import check_work
 from swimlanes.engine.plan_model import (
     BARRIER,
     BUSY,
@@ -212,7 +212,7 @@ def plan_ops(pipeline: Pipeline, preset: DevicePreset) -> Plan:
         shapes = Shapes.from_rows(
             [new_shape(i, program[i], preset, plan, stream_index, costs) for i in first]
         )
-    _check_work(shapes, shape_of_op, first, plan, preset)
+    check_work(shapes, shape_of_op, first, plan, preset)
     repeat_costs = _repeat_costs(keys, shape_of_op, shapes, preset, gap)
     scale = _kind_scales(keys, shapes, preset) if preset.call_cost_factors else None
     del keys
@@ -373,77 +373,6 @@ def _blocks_per_sm_key(extra: dict) -> object:
     integer: new_shape then refuses it, naming the op)."""
     value = extra.get("blocks_per_sm")
     return value if value is None or type(value) is int else repr(value)
-
-
-def _check_work(
-    shapes: Shapes,
-    shape_of_op: np.ndarray,
-    first: list[int],
-    plan: Plan,
-    preset: DevicePreset,
-) -> None:
-    """Refuse (ValueError naming the op and the limit) a program that would take the
-    simulator too long (MAX_BLOCK_WAVES, MAX_STREAM_CHECKS) or whose times would not fit its
-    clock (MAX_TOTAL_NS); worked out per shape, times how often each shape occurs (first
-    in bulk, and shape by shape only when that comes near a limit, to name it exactly)."""
-    count_array = np.bincount(shape_of_op, minlength=len(shapes.extras))
-    count = count_array.tolist()
-    # A bound on the slack one op may add beyond its host call and its time alone: launch
-    # and dependency latencies, a blocking call's return, a copy engine's rests, the fixed cost
-    # of a copy against the other direction.
-    p = preset
-    slack_us = (
-        max(p.kernel_launch_latency_us, p.copy_launch_latency_us)
-        + max(p.dependency_latency_us, p.kernel_dependency_latency_us)
-        + max(p.sync_return_us.values(), default=0.0)
-        + p.copy_engine_gap_us
-        + max(p.bidirectional_rest_us, p.bidirectional_rest_d2h_us or 0.0)
-        + max(p.bidirectional_overhead_us, p.bidirectional_overhead_d2h_us or 0.0)
-    )
-    slack = round(slack_us * 1000.0)
-    slowest_copy = 1.0 + max(p.bidirectional_slowdown, p.bidirectional_slowdown_d2h or 0.0)
-    if within_limits(shapes, count_array, plan, slack, slowest_copy):
-        return
-    total_ns = total_waves = checks = 0
-    most = (0, 0)  # (waves of a kernel shape times its count, shape)
-    n_streams = len(plan.stream_names)
-    for n, ((_k, s, run, _q, cost, host, solo, _b), extra) in enumerate(shapes.rows()):
-        c = count[n]
-        device = max(solo, 0) * (slowest_copy if run == RUN_COPY else 1.0)
-        stage = extra if isinstance(extra, int) else 0
-        total_ns += c * (cost + device + stage + slack)
-        if run == RUN_KERNEL:
-            assert isinstance(extra, tuple)  # a kernel's extra is its shape
-            blocks, _cost, max_resident, _block_ns = extra
-            w = -(-blocks // max_resident)
-            most = max(most, (c * w, n))
-        else:
-            w = 1 if run == RUN_SM else 0  # d2d copies and memsets: one wave
-        total_waves += c * w
-        legacy = run >= 0 and s >= 0 and plan.stream_class[s] == STREAM_LEGACY
-        if legacy or host in (BARRIER, ENQ_BARRIER, WAIT_ALL):
-            checks += c * n_streams
-    max_waves, max_checks, max_total = (
-        _model.MAX_BLOCK_WAVES, _model.MAX_STREAM_CHECKS, _model.MAX_TOTAL_NS
-    )  # fmt: skip
-    if total_waves > max_waves:
-        n = most[1]
-        i = first[n]
-        these = "this kernel" if count[n] == 1 else f"the {count[n]} kernels like this one"
-        raise ValueError(_model.too_many_waves(i, total_waves, most[0], these, preset.name))
-    if checks > max_checks:
-        raise ValueError(
-            f"program: {checks // max(1, n_streams)} ops on the legacy default stream or "
-            f"synchronising the whole device, each checking all {n_streams} streams: the "
-            f"simulator takes at most {max_checks} such checks in one pipeline (fewer "
-            "streams, or fewer such ops)"
-        )
-    if total_ns > max_total:
-        raise ValueError(
-            f"program: its ops one after another take {total_ns / 1000.0:.4g} us on "
-            f"{preset.name}, past the simulator's clock of {max_total / 1000.0:.4g} us "
-            f"({max_total / 3.15576e16:.3g} years)"
-        )
 
 
 def _labels(given: list[str | None], events: list[str | None], kind: np.ndarray) -> list[str]:

@@ -7,7 +7,7 @@ floating-point operations in the same order (numpy's float64 arithmetic and ``ri
 IEEE's, as Python's ``/``, ``*`` and ``round``; logarithms come from ``math.log`` as in
 ``presets._interpolate_gbps``), so the plan is identical. ``plan_shape._shape`` stays the readable
 statement of these rules; this is the same rules, in bulk. :func:`within_limits` does the same
-for the totals of ``plan._check_work``.
+for the totals of ``plan_limits.check_work``.
 
 It handles the case where every shape is good: when any value would be refused (or is not of
 the plain types a validated pipeline holds) it returns None, and plan_ops works the shapes out
@@ -268,7 +268,7 @@ def _kernels(
     extra: list,
 ) -> np.ndarray | int:  # fmt: skip
     """Time alone and kernel shape of the kernels ``rows`` (no blocks_per_sm override); returns
-    their waves of blocks alone (ceil(blocks / resident), as plan._check_work counts them)."""
+    their waves of blocks alone (ceil(blocks / resident), as plan_limits.check_work counts them)."""
     if not len(rows):
         return 0
     pick = rows.tolist()
@@ -357,7 +357,7 @@ def _queues(
 def within_limits(
     shapes: Shapes, count: np.ndarray, plan: Plan, slack: int, slowest_copy: float
 ) -> bool:
-    """True when plan._check_work's three totals are clearly below their limits (the time
+    """True when plan_limits.check_work's three totals are clearly below their limits (the time
     total, a float sum, by a margin its summation order cannot cross); False: let it add them
     up shape by shape, as it words its refusal."""
     s, run, cost, host, solo = (
