@@ -23,19 +23,17 @@ nanosecond.
 
 from __future__ import annotations
 
+from swimlanes.engine.plan_model import ENQUEUED, HOST_ONLY
 from swimlanes.engine.preset_model import DevicePreset
-from swimlanes.model.document import Op
+from swimlanes.model.document import OP_KINDS, Op
 
 #: Calls at the start of a host thread that count as its first calls.
 FIRST_CALLS = 3
-#: Calls that hold the host until work is done (and synchronous or pageable copies).
-HOST_BLOCKING_CALLS = frozenset(
-    {"stream_sync", "event_sync", "device_sync", "free", "malloc", "host"}
-)
+#: Calls that hold the host until work is done (and synchronous or pageable copies): the
+#: host-only calls (syncs, ``free``, ``malloc``, host work).
+HOST_BLOCKING_CALLS = frozenset(HOST_ONLY)
 #: Calls that enqueue work: the only ones whose cost depends on their place.
-ASYNC_CALLS = frozenset(
-    {"kernel", "h2d", "d2h", "event_record", "event_wait", "memset", "d2d", "host_func"}
-)
+ASYNC_CALLS = frozenset(OP_KINDS[code] for code in ENQUEUED)
 
 
 def blocks_host(op: Op) -> bool:
@@ -48,21 +46,13 @@ def blocks_host(op: Op) -> bool:
     return False
 
 
-def _kind_key(
-    name: str, duration_us: object, block_us: object, flops: object, nbytes: object
-) -> str:
-    """The ``call_cost_factors`` key of a call's kind (a roofline kernel has its own)."""
-    if name == "kernel":
-        timed = duration_us is not None or block_us is not None
-        return "roofline_kernel" if not timed and flops and nbytes else "kernel"
-    return name
-
-
-def roofline_shape(key: tuple) -> bool:
-    """Whether a kernel's shape (engine.plan's key: op, stream, bytes, host memory, async,
-    duration_us, blocks, threads, block_us, flops, ...) is timed by FLOPs and bytes alone."""
-    nbytes, duration_us, block_us, flops = key[2], key[5], key[8], key[9]
-    return _kind_key("kernel", duration_us, block_us, flops, nbytes) == "roofline_kernel"
+def _kind_key(op: Op) -> str:
+    """The ``call_cost_factors`` key of a call's kind: a kernel timed by FLOPs and bytes alone
+    (no duration, no block time) has its own, ``roofline_kernel``."""
+    if op.op == "kernel":
+        timed = op.duration_us is not None or op.block_us is not None
+        return "roofline_kernel" if not timed and op.flops and op.bytes else "kernel"
+    return op.op
 
 
 def context_cost_ns(
@@ -74,8 +64,7 @@ def context_cost_ns(
     factors = preset.call_cost_factors
     if not factors or op.op not in ASYNC_CALLS or blocks_host(op):
         return cost_ns
-    kind = _kind_key(op.op, op.duration_us, op.block_us, op.flops, op.bytes)
-    scale = factors.get(kind, 1.0)
+    scale = factors.get(_kind_key(op), 1.0)
     if op.op != "kernel":
         if position < FIRST_CALLS:
             # Cold, whether or not it repeats the call before it: from the issue cost.

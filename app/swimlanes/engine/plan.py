@@ -262,7 +262,7 @@ def _kind_scales(keys: list[tuple], shapes: Shapes, preset: DevicePreset) -> np.
     if roofline != 1.0:
         kernels = np.flatnonzero(kind == _KERNEL).tolist()
         # key: (op, stream, bytes, memory, async, duration_us, blocks, threads, block_us, flops ...)
-        # call_context.roofline_shape's test, inline (a call per kernel shape cost 6 ms at 1e5
+        # call_context._kind_key's roofline test, inline (a call per kernel shape cost 6 ms at 1e5
         # ops): no duration, no block time, FLOPs and bytes.
         rows = [
             i

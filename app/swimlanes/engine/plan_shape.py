@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Callable
+from dataclasses import replace
 
 from swimlanes.engine import plan_model as _model  # its limits: read when used (tests change them)
 from swimlanes.engine.blocks import residency, waves
@@ -144,8 +145,7 @@ def preset_times_us(op: Op, preset: DevicePreset) -> dict[str, float]:
     from its DMA's end to its call's return). The editor shows them beside the op's own
     (measured or typed) times; a kind the preset does not time here has only ``call_us``, and
     a time past the simulator's limit is left out."""
-    plain = Op(op.op, stream=op.stream, bytes=op.bytes, host_memory=op.host_memory,
-               is_async=op.is_async, blocks=op.blocks, threads=op.threads)  # fmt: skip
+    plain = replace(op, duration_us=None, call_us=None, copy_out_us=None)
     call = preset.issue_cost_ns(op.op)
     out: dict[str, float] = {}
     if op.op in _SIZED:

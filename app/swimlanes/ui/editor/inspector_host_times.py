@@ -119,7 +119,7 @@ class HostTimeFields:
             return "", {}
         try:
             return preset.name, preset_times_us(op, preset)
-        except (ValueError, OverflowError, ArithmeticError):
+        except (ValueError, ArithmeticError):  # (OverflowError among them)
             return preset.name, {}
 
     def _show_host_times(self, op: Op, preset: tuple[str, dict[str, float]]) -> None:
