@@ -27,13 +27,22 @@ def _timed_copies():
     )  # fmt: skip
 
 
-@pytest.fixture
-def editor(qtbot) -> Editor:
-    ed = Editor(_timed_copies())
+def _shown_editor(qtbot, pipeline) -> Editor:
+    ed = Editor(pipeline)
     qtbot.addWidget(ed)
     ed.show()
     qtbot.waitExposed(ed)
     return ed
+
+
+def _one_op(name: str, op: dict):
+    doc = {"format": "swimlanes-pipeline", "version": 1, "name": name, "program": [op]}
+    return pipeline_from_dict(doc)
+
+
+@pytest.fixture
+def editor(qtbot) -> Editor:
+    return _shown_editor(qtbot, _timed_copies())
 
 
 def _choose_memory(editor: Editor, memory: str) -> None:
@@ -65,22 +74,9 @@ def test_making_a_staging_copy_synchronous_drops_its_measured_call(qtbot) -> Non
     """A rebuilt async pageable H2D's call_us was its whole call, staging included: a
     synchronous copy's call waits for the copy instead, so the call's measured time goes, in
     the same undo step; its device time stays (still pageable memory)."""
-    ed = Editor(
-        pipeline_from_dict(
-            {
-                "format": "swimlanes-pipeline",
-                "version": 1,
-                "name": "staging copy",
-                "program": [
-                    {"op": "h2d", "bytes": 4 * MIB, "host_memory": "pageable", "label": "in",
-                     "duration_us": 382.5, "call_us": 487.5},
-                ],
-            }
-        )
-    )  # fmt: skip
-    qtbot.addWidget(ed)
-    ed.show()
-    qtbot.waitExposed(ed)
+    staging = {"op": "h2d", "bytes": 4 * MIB, "host_memory": "pageable", "label": "in",
+               "duration_us": 382.5, "call_us": 487.5}  # fmt: skip
+    ed = _shown_editor(qtbot, _one_op("staging copy", staging))
     c, insp = ed.controller, ed.inspector
     before = c.pipeline.to_dict()
     c.set_selection_indexes([0])
@@ -103,22 +99,9 @@ def _type_size(editor: Editor, text: str, unit: str = "MiB") -> None:
 def test_resizing_a_timed_copy_drops_its_measured_times_in_one_undo_step(qtbot) -> None:
     """A captured pageable D2H's device time and copy-out were measured at 4 MiB: at 2 MiB the
     model times it (before, the measured times stayed and halving the copy changed nothing)."""
-    ed = Editor(
-        pipeline_from_dict(
-            {
-                "format": "swimlanes-pipeline",
-                "version": 1,
-                "name": "timed copy",
-                "program": [
-                    {"op": "d2h", "bytes": 4 * MIB, "host_memory": "pageable", "label": "out",
-                     "duration_us": 363.582, "call_us": 5.5, "copy_out_us": 91.125},
-                ],
-            }
-        )
-    )  # fmt: skip
-    qtbot.addWidget(ed)
-    ed.show()
-    qtbot.waitExposed(ed)
+    timed = {"op": "d2h", "bytes": 4 * MIB, "host_memory": "pageable", "label": "out",
+             "duration_us": 363.582, "call_us": 5.5, "copy_out_us": 91.125}  # fmt: skip
+    ed = _shown_editor(qtbot, _one_op("timed copy", timed))
     c, insp = ed.controller, ed.inspector
     before = c.pipeline.to_dict()
     c.set_selection_indexes([0])
